@@ -1,0 +1,62 @@
+package delta
+
+import (
+	"bytes"
+	"testing"
+)
+
+func FuzzApply(f *testing.F) {
+	for _, p := range trickyPairs()[:10] {
+		if len(p.base) > 4096 || len(p.target) > 4096 {
+			continue
+		}
+		f.Add(p.base, Encode(p.base, p.target))
+		f.Add(p.base, must(EncodeZstd(p.base, p.target, 1)))
+	}
+	base := textLike(5, 2000)
+	f.Add(base, Encode(base, textLike(6, 2000)))
+	f.Add(base, Encode(base, append(bytes.Clone(base[:900]), base[1000:]...)))
+	f.Fuzz(func(t *testing.T, base, d []byte) {
+		out, err := Apply(base, d)
+		if err != nil {
+			return
+		}
+		_, _, tl, herr := Header(d)
+		if herr != nil || uint64(len(out)) != tl {
+			t.Fatalf("accepted delta: %d bytes out, header says %d (%v)", len(out), tl, herr)
+		}
+		var buf bytes.Buffer
+		if err := ApplyStream(&buf, bytes.NewReader(base), int64(len(base)), d); err != nil || !bytes.Equal(buf.Bytes(), out) {
+			t.Fatalf("ApplyStream disagrees with Apply: %v", err)
+		}
+	})
+}
+
+func FuzzRoundTrip(f *testing.F) {
+	for _, p := range trickyPairs() {
+		if len(p.base) <= 4096 && len(p.target) <= 4096 {
+			f.Add(p.base, p.target)
+		}
+	}
+	text := textLike(8, 3000)
+	f.Add(text, append(bytes.Clone(text[:1500]), append([]byte("inserted"), text[1500:]...)...))
+	f.Add(bytes.Repeat([]byte{0}, 1000), bytes.Repeat([]byte{0}, 1001))
+	f.Fuzz(func(t *testing.T, base, target []byte) {
+		for name, d := range map[string][]byte{
+			"encode": Encode(base, target),
+			"index":  NewIndex(base).Encode(target),
+		} {
+			got, err := Apply(base, d)
+			if err != nil || !bytes.Equal(got, target) {
+				t.Fatalf("%s: round trip failed: %v", name, err)
+			}
+		}
+		z, err := EncodeZstd(base, target, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := Apply(base, z); err != nil || !bytes.Equal(got, target) {
+			t.Fatalf("zstd: round trip failed: %v", err)
+		}
+	})
+}
