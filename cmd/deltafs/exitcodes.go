@@ -1,0 +1,40 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Process exit codes of deltafs. This file is the only place that defines
+// them; add a code here together with the error that selects it in
+// exitCode.
+const (
+	exitOK      = 0 // success
+	exitFailure = 1 // the command ran and failed (I/O error, corrupt input, ...)
+	exitUsage   = 2 // the command line was wrong; nothing was done
+)
+
+// usageError marks an error in the command line itself: an unknown flag
+// or command, a wrong number of arguments, an unusable combination.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageErrorf returns a usageError with a formatted message.
+func usageErrorf(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// exitCode maps an error returned by a command to the process exit code.
+func exitCode(err error) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		return exitUsage
+	default:
+		return exitFailure
+	}
+}

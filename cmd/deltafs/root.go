@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// rootLong is the one-paragraph description shown by "deltafs --help".
+const rootLong = `deltafs is a versioned FUSE filesystem for Linux. Every close or fsync
+of a changed file records a revision, stored as a binary delta against the
+best of its parents in an append-only revlog indexed by badger; read-only
+snapshots appear under .snapshots/, delta chains are capped so that old
+revisions stay fast to read, and an offline repack rewrites the store.
+Today this binary offers the delta engine ("deltafs delta") and "deltafs
+version"; mounting is being built.`
+
+// run executes the deltafs command line args (without the program name)
+// with the given standard streams and returns the process exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(append([]string{}, args...)) // non-nil: never fall back to os.Args
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(context.Background())
+	if err != nil {
+		fmt.Fprintln(stderr, errorLine(cmd, err))
+	}
+	return exitCode(err)
+}
+
+// newRootCmd builds the whole command tree.
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "deltafs",
+		Short:         "A versioned FUSE filesystem that stores every revision as a delta",
+		Long:          rootLong,
+		Version:       currentVersion().version,
+		Args:          noSubcommand,
+		RunE:          showHelp,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		CompletionOptions: cobra.CompletionOptions{
+			DisableDefaultCmd: false, // "deltafs completion bash|zsh|fish|powershell"
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &usageError{err: err}
+	})
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	root.AddCommand(newVersionCmd(), newDeltaCmd())
+	return root
+}
+
+// errorLine formats err as the single line deltafs prints on stderr:
+// "deltafs: <subcommand path>: <message>", with a pointer to --help for
+// usage errors. Newlines inside the message are folded so that the
+// result is always one line.
+func errorLine(cmd *cobra.Command, err error) string {
+	var b strings.Builder
+	b.WriteString("deltafs: ")
+	if cmd != nil && cmd.HasParent() {
+		b.WriteString(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "))
+		b.WriteString(": ")
+	}
+	b.WriteString(strings.Join(strings.Fields(err.Error()), " "))
+	if exitCode(err) == exitUsage && cmd != nil {
+		fmt.Fprintf(&b, " (see '%s --help')", cmd.CommandPath())
+	}
+	return b.String()
+}
+
+// showHelp is the action of a command that only groups subcommands: with
+// no arguments it prints its help.
+func showHelp(cmd *cobra.Command, _ []string) error {
+	return cmd.Help()
+}
+
+// noSubcommand rejects positional arguments on a command that only groups
+// subcommands, i.e. an unknown subcommand, suggesting close names.
+func noSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default, applied lazily by cobra itself
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", s[0])
+	}
+	return &usageError{err: fmt.Errorf("%s", msg)}
+}
+
+// exactArgs is cobra.ExactArgs returning a usageError.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("expects %d arguments, got %d", n, len(args))
+		}
+		return nil
+	}
+}
