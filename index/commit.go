@@ -1,0 +1,65 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// Batch is what one group commit writes atomically.
+type Batch struct {
+	Entries []Entry
+	Files   map[FileID]FileMeta // updated file records
+	Tail    Tail                // new committed segment tail
+}
+
+// Commit writes b in one transaction: entries, their hash keys (except for
+// dedup entries, which have no data of their own), file records and the tail.
+// With SyncWrites, the batch is durable when Commit returns.
+func (db *DB) Commit(b *Batch) error {
+	err := db.update(func(txn *badger.Txn) error {
+		for i := range b.Entries {
+			if err := setEntry(txn, &b.Entries[i]); err != nil {
+				return err
+			}
+		}
+		for f, m := range b.Files {
+			v, _ := m.MarshalBinary()
+			if err := txn.Set(fileKey(f), v); err != nil {
+				return err
+			}
+		}
+		return txn.Set(keyTail, encodeTail(b.Tail))
+	})
+	if err != nil {
+		return fmt.Errorf("index: commit %d entries: %w", len(b.Entries), err)
+	}
+	return nil
+}
+
+func setEntry(txn *badger.Txn, e *Entry) error {
+	v, _ := e.MarshalBinary()
+	if err := txn.Set(revKey(e.ID()), v); err != nil {
+		return err
+	}
+	if e.Kind == KindDedup {
+		return nil
+	}
+	return txn.Set(hashKey(e.Hash, e.ID()), nil)
+}
+
+// slogAdapter routes badger's logger to a *slog.Logger; nil discards.
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) log(level slog.Level, f string, args ...any) {
+	if a.l != nil {
+		a.l.Log(context.Background(), level, fmt.Sprintf(f, args...), "component", "badger")
+	}
+}
+
+func (a slogAdapter) Errorf(f string, args ...any)   { a.log(slog.LevelError, f, args...) }
+func (a slogAdapter) Warningf(f string, args ...any) { a.log(slog.LevelWarn, f, args...) }
+func (a slogAdapter) Infof(f string, args ...any)    { a.log(slog.LevelInfo, f, args...) }
+func (a slogAdapter) Debugf(f string, args ...any)   { a.log(slog.LevelDebug, f, args...) }

@@ -1,0 +1,214 @@
+package index
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// ErrNotFound is matched by errors.Is when a file or revision does not exist.
+var ErrNotFound = errors.New("index: not found")
+
+// Options configure Open.
+type Options struct {
+	// Logger receives badger's own log lines; nil silences them.
+	Logger   *slog.Logger
+	ReadOnly bool
+}
+
+// DB is the badger-backed index. Safe for concurrent use.
+type DB struct {
+	bdb   *badger.DB
+	alloc sync.Mutex // serialises NewFile: the counter is hot and every commit fsyncs
+}
+
+// Memory settings. The mount runs for days next to the user's work, so the
+// index keeps its footprint small: 8 MiB memtables (badger's default is 64),
+// two of them, and small block/index caches. Index values are tens of bytes,
+// so this still holds several hundred thousand entries before a flush.
+const (
+	memTableSize   = 8 << 20
+	numMemtables   = 2
+	blockCacheSize = 16 << 20
+	indexCacheSize = 8 << 20
+	valueLogSize   = 64 << 20
+)
+
+// Open opens (or creates) the index in dir.
+func Open(dir string, opt Options) (*DB, error) {
+	bo := badger.DefaultOptions(dir).
+		WithLogger(slogAdapter{opt.Logger}).
+		WithSyncWrites(true). // an entry is durable when Commit returns
+		WithReadOnly(opt.ReadOnly).
+		WithMemTableSize(memTableSize).
+		WithNumMemtables(numMemtables).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithBlockCacheSize(blockCacheSize).
+		WithIndexCacheSize(indexCacheSize).
+		WithValueLogFileSize(valueLogSize).
+		WithNumCompactors(2).
+		WithMetricsEnabled(false)
+	bdb, err := badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("index: open %s: %w", dir, err)
+	}
+	return &DB{bdb: bdb}, nil
+}
+
+// Close closes the database.
+func (db *DB) Close() error {
+	if err := db.bdb.Close(); err != nil {
+		return fmt.Errorf("index: close: %w", err)
+	}
+	return nil
+}
+
+// maxRetries bounds update's retries on conflicts. Conflicts only arise
+// between concurrent NewFile calls and group commits; a handful suffices.
+const maxRetries = 16
+
+// update runs fn in a read-write transaction and commits it, retrying on
+// badger.ErrConflict. It is the only place that commits.
+func (db *DB) update(fn func(txn *badger.Txn) error) error {
+	var err error
+	for range maxRetries {
+		err = db.bdb.Update(fn)
+		if !errors.Is(err, badger.ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("index: gave up after %d conflicts: %w", maxRetries, err)
+}
+
+func getValue(txn *badger.Txn, key []byte) ([]byte, error) {
+	it, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return it.ValueCopy(nil)
+}
+
+// Format returns the recorded format version; ok is false for a new index.
+func (db *DB) Format() (v uint64, ok bool, err error) {
+	err = db.bdb.View(func(txn *badger.Txn) error {
+		b, err := getValue(txn, keyFormat)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var n int
+		v, n = binary.Uvarint(b)
+		if n <= 0 || n != len(b) {
+			return fmt.Errorf("%w: format value", ErrDecode)
+		}
+		ok = true
+		return nil
+	})
+	return v, ok, err
+}
+
+// SetFormat records the format version.
+func (db *DB) SetFormat(v uint64) error {
+	return db.update(func(txn *badger.Txn) error {
+		return txn.Set(keyFormat, binary.AppendUvarint(nil, v))
+	})
+}
+
+// NewFile allocates a FileID and records its name.
+func (db *DB) NewFile(name string) (FileID, error) {
+	db.alloc.Lock()
+	defer db.alloc.Unlock()
+	var id FileID
+	err := db.update(func(txn *badger.Txn) error {
+		id = 1
+		b, err := getValue(txn, keyNextFile)
+		switch {
+		case err == nil && len(b) == 8:
+			id = FileID(binary.BigEndian.Uint64(b))
+		case err == nil:
+			return fmt.Errorf("%w: next file id", ErrDecode)
+		case !errors.Is(err, ErrNotFound):
+			return err
+		}
+		meta, _ := (&FileMeta{Name: name}).MarshalBinary()
+		if err := txn.Set(fileKey(id), meta); err != nil {
+			return err
+		}
+		return txn.Set(keyNextFile, binary.BigEndian.AppendUint64(nil, uint64(id)+1))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("index: new file %q: %w", name, err)
+	}
+	return id, nil
+}
+
+// File returns the record of file f.
+func (db *DB) File(f FileID) (FileMeta, error) {
+	var m FileMeta
+	err := db.bdb.View(func(txn *badger.Txn) error {
+		b, err := getValue(txn, fileKey(f))
+		if err != nil {
+			return err
+		}
+		return m.UnmarshalBinary(b)
+	})
+	if err != nil {
+		return m, fmt.Errorf("index: file %d: %w", f, err)
+	}
+	return m, nil
+}
+
+// Entry returns the entry of revision id.
+func (db *DB) Entry(id RevID) (Entry, error) {
+	var e Entry
+	err := db.bdb.View(func(txn *badger.Txn) error {
+		b, err := getValue(txn, revKey(id))
+		if err != nil {
+			return err
+		}
+		return e.UnmarshalBinary(b)
+	})
+	if err != nil {
+		return e, fmt.Errorf("index: revision %v: %w", id, err)
+	}
+	return e, nil
+}
+
+// Tail returns the committed segment tail (zero for an empty store).
+func (db *DB) Tail() (Tail, error) {
+	var t Tail
+	err := db.bdb.View(func(txn *badger.Txn) error {
+		b, err := getValue(txn, keyTail)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		t, err = decodeTail(b)
+		return err
+	})
+	if err != nil {
+		return t, fmt.Errorf("index: tail: %w", err)
+	}
+	return t, nil
+}
+
+// ctxErr lets long scans stop early.
+func ctxErr(ctx context.Context) error {
+	if ctx == nil {
+		return nil
+	}
+	return ctx.Err()
+}

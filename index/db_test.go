@@ -1,0 +1,122 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+)
+
+func openTest(t *testing.T) (*DB, string) {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, dir
+}
+
+func TestNewFileConcurrent(t *testing.T) {
+	db, _ := openTest(t)
+	const n = 40
+	ids := make(chan FileID, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id, err := db.NewFile("f")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = i
+			ids <- id
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	seen := map[FileID]bool{}
+	for id := range ids {
+		if id == 0 || seen[id] {
+			t.Fatalf("bad or duplicate id %d", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("got %d ids, want %d", len(seen), n)
+	}
+}
+
+func TestCommitAndScan(t *testing.T) {
+	db, dir := openTest(t)
+	f, err := db.NewFile("doc.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	for r := range 5 {
+		e := Entry{File: f, Rev: Rev(r), Kind: KindFull, Hash: uint64(100 + r%2), Seg: 1, Off: uint64(r * 10), Stored: 10}
+		if r > 0 {
+			e.Kind, e.Base, e.P1 = KindP1, RevID{f, Rev(r - 1)}, RevID{f, Rev(r - 1)}
+		}
+		b.Entries = append(b.Entries, e)
+	}
+	b.Entries = append(b.Entries, Entry{File: f, Rev: 5, Kind: KindDedup, Base: RevID{f, 0}, Hash: 100})
+	b.Files = map[FileID]FileMeta{f: {Name: "doc.txt", Revs: 6, HasSnap: true}}
+	b.Tail = Tail{Seg: 1, End: 50}
+	if err := db.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	var revs []Rev
+	if err := db.Revisions(context.Background(), f, func(e Entry) error { revs = append(revs, e.Rev); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(revs) != 6 {
+		t.Fatalf("revisions %v", revs)
+	}
+	for i, r := range revs {
+		if r != Rev(i) {
+			t.Fatalf("out of order: %v", revs)
+		}
+	}
+	ids, err := db.ByHash(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// revs 0, 2, 4 have hash 100; the dedup rev 5 has no hash key.
+	if len(ids) != 3 || ids[0] != (RevID{f, 0}) || ids[2] != (RevID{f, 4}) {
+		t.Fatalf("ByHash = %v", ids)
+	}
+	if _, err := db.Entry(RevID{f, 9}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing entry: %v", err)
+	}
+	db.Close()
+
+	// Everything survives a reopen.
+	db2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	tail, err := db2.Tail()
+	if err != nil || tail != b.Tail {
+		t.Fatalf("tail %v %v", tail, err)
+	}
+	m, err := db2.File(f)
+	if err != nil || m.Revs != 6 || m.Name != "doc.txt" {
+		t.Fatalf("file meta %+v %v", m, err)
+	}
+	e, err := db2.Entry(RevID{f, 3})
+	if err != nil || e != b.Entries[3] {
+		t.Fatalf("entry %+v %v", e, err)
+	}
+	if err := db2.SetFormat(1); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := db2.Format(); v != 1 || !ok || err != nil {
+		t.Fatalf("format %d %v %v", v, ok, err)
+	}
+}

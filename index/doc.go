@@ -1,0 +1,15 @@
+// Package index owns the metadata of a deltafs store: one badger database
+// holding an Entry per stored revision, a small record per file and the
+// store-wide counters (format version, next file id, committed segment tail).
+//
+// Invariants:
+//   - every key follows the single schema table in keys.go;
+//   - an Entry is only ever written in the same transaction that advances the
+//     file's revision count and the committed segment tail, so the index never
+//     names data beyond the tail the store has fsynced;
+//   - all read-write transactions go through DB.update, the one place that
+//     retries on badger.ErrConflict.
+//
+// The index never reads or writes segment data and never decides how a
+// revision is stored: that is objstore's job. It imports nothing of ours.
+package index

@@ -1,0 +1,155 @@
+package index
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// BaseKind records why a revision is stored the way it is.
+type BaseKind uint8
+
+// The base kinds. A fulltext and an intermediate snapshot are the
+// "snapshots" of a file (sparse-revlog style): chains start at a fulltext and
+// may pass through intermediate snapshots before ordinary deltas.
+const (
+	KindFull         BaseKind = iota + 1 // fulltext, no base
+	KindP1                               // delta against the first parent
+	KindP2                               // delta against the second parent
+	KindSnapshot                         // delta against the file's latest snapshot
+	KindHint                             // delta against a caller hint (e.g. copy source)
+	KindIntermediate                     // intermediate snapshot: delta against a snapshot
+	KindDedup                            // same content as Base; no data of its own
+	KindReused                           // delta carried in by the caller, stored verbatim
+	kindEnd
+)
+
+var kindNames = [...]string{"", "full", "p1", "p2", "snapshot", "hint", "intermediate", "dedup", "reused"}
+
+// String names the kind as Stats reports it.
+func (k BaseKind) String() string {
+	if k == 0 || k >= kindEnd {
+		return fmt.Sprintf("kind(%d)", uint8(k))
+	}
+	return kindNames[k]
+}
+
+// Kinds lists every valid base kind, in order.
+func Kinds() []BaseKind {
+	ks := make([]BaseKind, 0, int(kindEnd)-1)
+	for k := KindFull; k < kindEnd; k++ {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// IsSnapshot reports whether a revision of this kind starts or extends a
+// snapshot chain (a fulltext or an intermediate snapshot).
+func (k BaseKind) IsSnapshot() bool { return k == KindFull || k == KindIntermediate }
+
+// Flags describe how a revision's record payload is encoded.
+type Flags uint16
+
+// Flag bits. The delta codec is stored in the low byte's upper bits.
+const (
+	FlagZstd  Flags = 1 << 0 // payload is zstd-compressed
+	FlagDelta Flags = 1 << 1 // payload is a delta against Base
+)
+
+// Entry is the index record of one revision.
+type Entry struct {
+	File       FileID
+	Rev        Rev
+	P1, P2     RevID    // parents; null when absent
+	Base       RevID    // delta base (or dedup target); null for a fulltext
+	Kind       BaseKind // why it is stored this way
+	ChainLen   uint32   // deltas applied to rebuild it (0 for a fulltext)
+	ChainBytes uint64   // stored bytes read to rebuild it, whole chain
+	Size       uint64   // fulltext length
+	Stored     uint32   // length of its own segment record (0 for dedup)
+	Hash       uint64   // xxhash64 of the fulltext
+	Seg        uint32   // segment holding the record
+	Off        uint64   // record offset in that segment
+	Flags      Flags
+	Time       int64 // unix nanoseconds of the put
+}
+
+// ID returns the entry's RevID.
+func (e *Entry) ID() RevID { return RevID{File: e.File, Rev: e.Rev} }
+
+// ErrDecode is matched by errors.Is for any malformed index value.
+var ErrDecode = errors.New("index: malformed value")
+
+const entryVersion = 1
+
+// MarshalBinary encodes e compactly: a version byte then varints.
+func (e *Entry) MarshalBinary() ([]byte, error) {
+	return e.appendBinary(make([]byte, 0, 64)), nil
+}
+
+func (e *Entry) appendBinary(b []byte) []byte {
+	b = append(b, entryVersion)
+	b = binary.AppendUvarint(b, uint64(e.File))
+	b = binary.AppendUvarint(b, uint64(e.Rev))
+	for _, id := range [3]RevID{e.P1, e.P2, e.Base} {
+		b = binary.AppendUvarint(b, uint64(id.File))
+		b = binary.AppendUvarint(b, uint64(id.Rev))
+	}
+	b = append(b, byte(e.Kind))
+	b = binary.AppendUvarint(b, uint64(e.ChainLen))
+	b = binary.AppendUvarint(b, e.ChainBytes)
+	b = binary.AppendUvarint(b, e.Size)
+	b = binary.AppendUvarint(b, uint64(e.Stored))
+	b = binary.BigEndian.AppendUint64(b, e.Hash)
+	b = binary.AppendUvarint(b, uint64(e.Seg))
+	b = binary.AppendUvarint(b, e.Off)
+	b = binary.AppendUvarint(b, uint64(e.Flags))
+	return binary.AppendVarint(b, e.Time)
+}
+
+// UnmarshalBinary decodes what MarshalBinary wrote; any malformed or
+// trailing byte gives an error wrapping ErrDecode.
+func (e *Entry) UnmarshalBinary(b []byte) error {
+	d := decoder{b: b}
+	if v := d.byte(); v != entryVersion {
+		return fmt.Errorf("%w: entry version %d", ErrDecode, v)
+	}
+	var x Entry
+	x.File = FileID(d.uvarint(1<<64 - 1))
+	x.Rev = Rev(d.uvarint(1<<32 - 1))
+	for _, id := range [3]*RevID{&x.P1, &x.P2, &x.Base} {
+		id.File = FileID(d.uvarint(1<<64 - 1))
+		id.Rev = Rev(d.uvarint(1<<32 - 1))
+	}
+	x.Kind = BaseKind(d.byte())
+	x.ChainLen = uint32(d.uvarint(1<<32 - 1))
+	x.ChainBytes = d.uvarint(1<<64 - 1)
+	x.Size = d.uvarint(1<<64 - 1)
+	x.Stored = uint32(d.uvarint(1<<32 - 1))
+	x.Hash = d.uint64()
+	x.Seg = uint32(d.uvarint(1<<32 - 1))
+	x.Off = d.uvarint(1<<64 - 1)
+	x.Flags = Flags(d.uvarint(1<<16 - 1))
+	x.Time = d.varint()
+	if err := d.finish(); err != nil {
+		return err
+	}
+	if err := x.check(); err != nil {
+		return err
+	}
+	*e = x
+	return nil
+}
+
+// check rejects field combinations no store ever writes.
+func (e *Entry) check() error {
+	switch {
+	case e.File == 0:
+		return fmt.Errorf("%w: entry with file 0", ErrDecode)
+	case e.Kind == 0 || e.Kind >= kindEnd:
+		return fmt.Errorf("%w: entry kind %d", ErrDecode, e.Kind)
+	case (e.Kind == KindFull) != e.Base.IsNull():
+		return fmt.Errorf("%w: kind %v with base %v", ErrDecode, e.Kind, e.Base)
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package index
+
+// Badger key schema. Every key the index writes is built in this file.
+//
+//	key                                   value                     meaning
+//	m/format                              uvarint                   index format version
+//	m/nextfile                            be64                      next FileID to allocate
+//	m/tail                                be32 seg, be64 end        committed segment tail: no entry
+//	                                                                references data at or past it
+//	f/<file be64>                         FileMeta (see meta.go)    per-file record: name, rev count,
+//	                                                                latest snapshot revision
+//	r/<file be64><rev be32>               Entry (see entry.go)      one stored revision; a prefix scan
+//	                                                                of r/<file> yields revs in order
+//	h/<hash be64><file be64><rev be32>    empty                     content-hash lookup for dedup; only
+//	                                                                revisions with their own data
+//	s/...                                 reserved                  filesystem snapshots (later issue)
+//
+// Integers are big-endian so that byte order is numeric order.
+
+import "encoding/binary"
+
+var (
+	keyFormat   = []byte("m/format")
+	keyNextFile = []byte("m/nextfile")
+	keyTail     = []byte("m/tail")
+	prefixFile  = []byte("f/")
+	prefixRev   = []byte("r/")
+	prefixHash  = []byte("h/")
+)
+
+func fileKey(f FileID) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte{}, prefixFile...), uint64(f))
+}
+
+func revPrefix(f FileID) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte{}, prefixRev...), uint64(f))
+}
+
+func revKey(id RevID) []byte {
+	return binary.BigEndian.AppendUint32(revPrefix(id.File), uint32(id.Rev))
+}
+
+func hashPrefix(h uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte{}, prefixHash...), h)
+}
+
+func hashKey(h uint64, id RevID) []byte {
+	k := binary.BigEndian.AppendUint64(hashPrefix(h), uint64(id.File))
+	return binary.BigEndian.AppendUint32(k, uint32(id.Rev))
+}
+
+// hashKeyID extracts the RevID from a hash key; ok is false if malformed.
+func hashKeyID(k []byte) (RevID, bool) {
+	const n = 2 + 8 + 8 + 4
+	if len(k) != n {
+		return NullRev, false
+	}
+	return RevID{
+		File: FileID(binary.BigEndian.Uint64(k[10:18])),
+		Rev:  Rev(binary.BigEndian.Uint32(k[18:22])),
+	}, true
+}

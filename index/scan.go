@@ -1,0 +1,108 @@
+package index
+
+import (
+	"context"
+	"fmt"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// scan calls fn for every key (and value) under prefix, in key order.
+func (db *DB) scan(ctx context.Context, prefix []byte, values bool, fn func(k, v []byte) error) error {
+	return db.bdb.View(func(txn *badger.Txn) error {
+		o := badger.DefaultIteratorOptions
+		o.Prefix = prefix
+		o.PrefetchValues = values
+		it := txn.NewIterator(o)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctxErr(ctx); err != nil {
+				return err
+			}
+			var v []byte
+			if values {
+				var err error
+				if v, err = it.Item().ValueCopy(nil); err != nil {
+					return err
+				}
+			}
+			if err := fn(it.Item().Key(), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Revisions calls fn with every entry of file f, in revision order.
+func (db *DB) Revisions(ctx context.Context, f FileID, fn func(Entry) error) error {
+	err := db.scan(ctx, revPrefix(f), true, func(k, v []byte) error {
+		var e Entry
+		if err := e.UnmarshalBinary(v); err != nil {
+			return fmt.Errorf("key %x: %w", k, err)
+		}
+		return fn(e)
+	})
+	if err != nil {
+		return fmt.Errorf("index: revisions of file %d: %w", f, err)
+	}
+	return nil
+}
+
+// All calls fn with every entry, ordered by file then revision.
+func (db *DB) All(ctx context.Context, fn func(Entry) error) error {
+	err := db.scan(ctx, prefixRev, true, func(k, v []byte) error {
+		var e Entry
+		if err := e.UnmarshalBinary(v); err != nil {
+			return fmt.Errorf("key %x: %w", k, err)
+		}
+		return fn(e)
+	})
+	if err != nil {
+		return fmt.Errorf("index: all revisions: %w", err)
+	}
+	return nil
+}
+
+// Files calls fn for every file record, in FileID order.
+func (db *DB) Files(ctx context.Context, fn func(FileID, FileMeta) error) error {
+	err := db.scan(ctx, prefixFile, true, func(k, v []byte) error {
+		var m FileMeta
+		if err := m.UnmarshalBinary(v); err != nil {
+			return fmt.Errorf("key %x: %w", k, err)
+		}
+		if len(k) != len(prefixFile)+8 {
+			return fmt.Errorf("%w: file key %x", ErrDecode, k)
+		}
+		return fn(FileID(beUint64(k[len(prefixFile):])), m)
+	})
+	if err != nil {
+		return fmt.Errorf("index: files: %w", err)
+	}
+	return nil
+}
+
+// ByHash returns the revisions with their own data whose content hash is h.
+func (db *DB) ByHash(h uint64) ([]RevID, error) {
+	var ids []RevID
+	err := db.scan(context.Background(), hashPrefix(h), false, func(k, _ []byte) error {
+		id, ok := hashKeyID(k)
+		if !ok {
+			return fmt.Errorf("%w: hash key %x", ErrDecode, k)
+		}
+		ids = append(ids, id)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("index: hash %016x: %w", h, err)
+	}
+	return ids, nil
+}
+
+func beUint64(b []byte) uint64 {
+	var v uint64
+	for _, c := range b[:8] {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
