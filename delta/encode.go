@@ -6,10 +6,13 @@ import (
 
 const (
 	// minCopy is the shortest match worth a copy instruction. A copy costs
-	// two to six bytes and, worse, breaks a literal run that the store's
-	// compressor would otherwise squeeze; sixteen bytes is where copying
-	// reliably wins after compression.
-	minCopy = 16
+	// two to six bytes and, worse, cuts a literal run that the store's
+	// compressor would otherwise squeeze, and the compressor finds short
+	// repeats by itself. Measured on 1 MiB of unrelated text-like data,
+	// zstd-compressed: minCopy 16 gave a delta 25% larger than the
+	// compressed target, 32 gave 0.3% larger, 48 the same size. Small edits
+	// of large files are unaffected: their copies are long.
+	minCopy = 48
 	// localWindow is how far either side of the point of divergence the
 	// encoder looks for the place to resume. Most edits insert, delete or
 	// replace less than this, so most resynchronisations never need the
