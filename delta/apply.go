@@ -93,12 +93,16 @@ func AppendApply(dst, base, d []byte) ([]byte, error) {
 	start := len(dst)
 	dst = grow(dst, int(targetLen))
 	out := dst[start:]
-	_ = walk(body, uint64(len(base)), targetLen, func(lit []byte, off, n int) error {
-		if lit != nil {
-			out = out[copy(out, lit):]
-		} else {
-			out = out[copy(out, base[off:off+n]):]
+	_ = walk(body, uint64(len(base)), targetLen, func(in instr) error {
+		switch in.op {
+		case opInsert:
+			copy(out, in.lit)
+		case opCopy:
+			copy(out, base[in.off:in.off+in.n])
+		case opRun:
+			fill(out[:in.n], in.b)
 		}
+		out = out[in.n:]
 		return nil
 	})
 	return dst, nil
@@ -113,32 +117,44 @@ func grow(b []byte, n int) []byte {
 	return nb
 }
 
+// Instruction opcodes: the low two bits of an instruction's leading varint.
+const (
+	opInsert = 0
+	opCopy   = 1
+	opRun    = 2
+)
+
+// instr is one decoded CodecCopy instruction.
+type instr struct {
+	op  int
+	n   int
+	lit []byte // opInsert: the literal bytes
+	off int    // opCopy: base offset
+	b   byte   // opRun: the repeated byte
+}
+
 // walk validates a CodecCopy body and, if emit is not nil, calls it for each
-// instruction: with the literal bytes of an insert, or with lit == nil and the
-// base range of a copy. It checks every bound before emit sees it.
-func walk(body []byte, baseLen, targetLen uint64, emit func(lit []byte, off, n int) error) error {
+// instruction. It checks every bound before emit sees it.
+func walk(body []byte, baseLen, targetLen uint64, emit func(in instr) error) error {
 	var produced, end uint64
 	for len(body) > 0 {
 		h, k := binary.Uvarint(body)
 		if k <= 0 {
-			return corrupt("bad instruction at %d", produced)
+			return corrupt("bad instruction at target offset %d", produced)
 		}
 		body = body[k:]
-		n := h >> 1
+		n := h >> 2
 		if n == 0 || n > targetLen-produced {
 			return corrupt("instruction of %d bytes at target offset %d overflows target of %d", n, produced, targetLen)
 		}
-		if h&1 == 0 {
+		in := instr{op: int(h & 3), n: int(n)}
+		switch in.op {
+		case opInsert:
 			if n > uint64(len(body)) {
 				return corrupt("insert of %d bytes past end of delta", n)
 			}
-			if emit != nil {
-				if err := emit(body[:n], 0, 0); err != nil {
-					return err
-				}
-			}
-			body = body[n:]
-		} else {
+			in.lit, body = body[:n], body[n:]
+		case opCopy:
 			d, k := binary.Varint(body)
 			if k <= 0 {
 				return corrupt("bad copy offset at target offset %d", produced)
@@ -148,12 +164,19 @@ func walk(body []byte, baseLen, targetLen uint64, emit func(lit []byte, off, n i
 			if off > baseLen || n > baseLen-off {
 				return corrupt("copy of %d bytes at base offset %d outside base of %d", n, int64(end)+d, baseLen)
 			}
-			if emit != nil {
-				if err := emit(nil, int(off), int(n)); err != nil {
-					return err
-				}
+			in.off, end = int(off), off+n
+		case opRun:
+			if len(body) == 0 {
+				return corrupt("run without its byte at target offset %d", produced)
 			}
-			end = off + n
+			in.b, body = body[0], body[1:]
+		default:
+			return corrupt("unknown instruction %d at target offset %d", h&3, produced)
+		}
+		if emit != nil {
+			if err := emit(in); err != nil {
+				return err
+			}
 		}
 		produced += n
 	}
@@ -194,11 +217,15 @@ func ApplyStream(w io.Writer, base io.ReaderAt, baseLen int64, d []byte) error {
 		return err
 	}
 	buf := make([]byte, 1<<20)
-	return walk(body, bl, targetLen, func(lit []byte, off, n int) error {
-		if lit != nil {
-			_, err := w.Write(lit)
+	return walk(body, bl, targetLen, func(in instr) error {
+		switch in.op {
+		case opInsert:
+			_, err := w.Write(in.lit)
 			return err
+		case opRun:
+			return writeRun(w, buf, in.b, in.n)
 		}
+		off, n := in.off, in.n
 		for n > 0 {
 			chunk := buf[:min(n, len(buf))]
 			if err := readFull(base, chunk, int64(off)); err != nil {
@@ -224,4 +251,27 @@ func readFull(r io.ReaderAt, b []byte, off int64) error {
 		err = io.ErrUnexpectedEOF
 	}
 	return fmt.Errorf("read base at %d: %w", off, err)
+}
+
+func fill(b []byte, v byte) {
+	if len(b) == 0 {
+		return
+	}
+	b[0] = v
+	for i := 1; i < len(b); i *= 2 {
+		copy(b[i:], b[:i])
+	}
+}
+
+// writeRun writes n copies of v to w, using buf as scratch.
+func writeRun(w io.Writer, buf []byte, v byte, n int) error {
+	fill(buf[:min(n, len(buf))], v)
+	for n > 0 {
+		k := min(n, len(buf))
+		if _, err := w.Write(buf[:k]); err != nil {
+			return err
+		}
+		n -= k
+	}
+	return nil
 }

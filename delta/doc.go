@@ -19,6 +19,9 @@
 // 100 MiB file therefore costs about one pass of memcmp and a few microseconds
 // of hashing, and yields a delta of tens of bytes.
 //
+// A writer that changed a file in place knows which bytes it wrote:
+// EncodeWrites builds the delta from those spans alone, reading nothing else.
+//
 // A store that deltas revision n+1 against n and then n+2 against n+1 can
 // build an Index once per base with NewIndex and keep it for the next target:
 // Index.Encode trims the same way and never rebuilds the index.
@@ -38,11 +41,14 @@
 //
 // A CodecCopy body is a sequence of instructions, running to the end of the delta:
 //
-//	uvarint h             n = h>>1 is the length, n > 0
-//	  h&1 == 0: insert    n literal bytes follow
-//	  h&1 == 1: copy      a zigzag varint d follows; copy n bytes of base from
+//	uvarint h             n = h>>2 is the length, n > 0; h&3 is the opcode
+//	  h&3 == 0: insert    n literal bytes follow
+//	  h&3 == 1: copy      a zigzag varint d follows; copy n bytes of base from
 //	                      offset off = end + d, where end is the base offset
 //	                      just past the previous copy (0 at the start)
+//	  h&3 == 2: run       one byte v follows; n copies of v (a file's holes
+//	                      and zero-filled extensions cost a few bytes)
+//	  h&3 == 3:           reserved; rejected
 //
 // Relative copy offsets keep the common case, a copy that resumes just after
 // an edit, at one or two bytes. A CodecCopy delta is not compressed: the store
@@ -58,7 +64,7 @@
 // most long matches (16 MiB base, 5 small edits: 482 KB at level 3, against
 // 255 bytes for CodecCopy); it pays off on small bases and heavy rewrites.
 //
-// The decoder rejects: an unknown codec; a baseLen different from the base it
+// The decoder rejects: an unknown codec or opcode; a baseLen different from the base it
 // is given; a zero-length instruction; a copy outside the base; an insert that
 // runs past the end of the delta; instructions producing more or fewer bytes
 // than targetLen; and varints that overflow. It validates the whole

@@ -147,7 +147,7 @@ func (e *encoder) insert(lit []byte) {
 		return
 	}
 	e.flushCopy()
-	e.out = binary.AppendUvarint(e.out, uint64(len(lit))<<1)
+	e.out = binary.AppendUvarint(e.out, uint64(len(lit))<<2|opInsert)
 	e.out = append(e.out, lit...)
 }
 
@@ -167,7 +167,7 @@ func (e *encoder) flushCopy() {
 	if e.pendLen == 0 {
 		return
 	}
-	e.out = binary.AppendUvarint(e.out, uint64(e.pendLen)<<1|1)
+	e.out = binary.AppendUvarint(e.out, uint64(e.pendLen)<<2|opCopy)
 	e.out = binary.AppendVarint(e.out, int64(e.pendOff-e.lastCopyEnd))
 	e.lastCopyEnd = e.pendOff + e.pendLen
 	e.pendLen = 0

@@ -16,6 +16,8 @@ func FuzzApply(f *testing.F) {
 	base := textLike(5, 2000)
 	f.Add(base, Encode(base, textLike(6, 2000)))
 	f.Add(base, Encode(base, append(bytes.Clone(base[:900]), base[1000:]...)))
+	hole, spans := simulate(base, 100, 3000, map[int][]byte{2500: []byte("tail")})
+	f.Add(base, must(EncodeWrites(int64(len(base)), 100, int64(len(hole)), spans, bytes.NewReader(hole))))
 	f.Fuzz(func(t *testing.T, base, d []byte) {
 		out, err := Apply(base, d)
 		if err != nil {

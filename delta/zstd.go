@@ -12,6 +12,10 @@ import (
 // as far as its window, and its largest window is 512 MiB.
 const maxZstdBase = zstd.MaxWindowSize
 
+// maxZstdRatio bounds how many output bytes one byte of a zstd frame can
+// produce: a raw-literal RLE block turns 4 bytes into up to 128 KiB.
+const maxZstdRatio = 32 << 10
+
 // zstdDictID is the dictionary ID written into every CodecZstd frame.
 const zstdDictID = 1
 
@@ -52,12 +56,17 @@ func appendZstd(dst, base, body []byte, targetLen int) ([]byte, error) {
 	if len(base) > maxZstdBase {
 		return dst, corrupt("zstd delta against a base of %d bytes", len(base))
 	}
+	// zstd expands at most maxZstdRatio-fold (an RLE block: 4 bytes in,
+	// 128 KiB out), so a header claiming more than that is a lie, and must
+	// not make the decoder reserve memory for it.
+	if targetLen/maxZstdRatio > len(body)+1 {
+		return dst, corrupt("zstd body of %d bytes cannot produce %d", len(body), targetLen)
+	}
+	window := windowFor(len(base) + targetLen)
 	dec, err := zstd.NewReader(nil,
 		zstd.WithDecoderDictRaw(zstdDictID, base),
-		zstd.WithDecoderMaxWindow(zstd.MaxWindowSize),
-		// The decoder needs its window in memory; a frame that claims more
-		// output than the header's target length is rejected.
-		zstd.WithDecoderMaxMemory(uint64(max(targetLen, windowFor(len(base)+targetLen)))),
+		zstd.WithDecoderMaxWindow(uint64(window)),
+		zstd.WithDecoderMaxMemory(uint64(max(targetLen, window))),
 		zstd.WithDecoderConcurrency(1),
 	)
 	if err != nil {
