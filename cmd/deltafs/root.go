@@ -43,10 +43,8 @@ func newRootCmd() *cobra.Command {
 		Args:          noSubcommand,
 		RunE:          showHelp,
 		SilenceUsage:  true,
-		SilenceErrors: true,
-		CompletionOptions: cobra.CompletionOptions{
-			DisableDefaultCmd: false, // "deltafs completion bash|zsh|fish|powershell"
-		},
+		SilenceErrors: true, // run prints the one error line itself
+		// cobra adds "deltafs completion bash|zsh|fish|powershell" itself.
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &usageError{err: err}
