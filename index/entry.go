@@ -75,7 +75,7 @@ type Entry struct {
 }
 
 // ID returns the entry's RevID.
-func (e *Entry) ID() RevID { return RevID{File: e.File, Rev: e.Rev} }
+func (e Entry) ID() RevID { return RevID{File: e.File, Rev: e.Rev} }
 
 // ErrDecode is matched by errors.Is for any malformed index value.
 var ErrDecode = errors.New("index: malformed value")

@@ -1,0 +1,75 @@
+package objstore
+
+import (
+	"container/list"
+	"sync"
+)
+
+// lru is a byte-bounded least-recently-used cache of immutable byte slices.
+// Safe for concurrent use. Values are shared: callers must not modify them.
+type lru[K comparable] struct {
+	mu     sync.Mutex
+	budget int64
+	used   int64
+	order  *list.List // front = most recent; elements hold *lruItem[K]
+	items  map[K]*list.Element
+}
+
+type lruItem[K comparable] struct {
+	key K
+	val []byte
+}
+
+func newLRU[K comparable](budget int64) *lru[K] {
+	return &lru[K]{budget: budget, order: list.New(), items: map[K]*list.Element{}}
+}
+
+func (c *lru[K]) get(k K) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[k]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(el)
+	return el.Value.(*lruItem[K]).val, true
+}
+
+// add inserts or replaces k. A value larger than the whole budget is not
+// cached (it would evict everything and then itself).
+func (c *lru[K]) add(k K, v []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeLocked(k)
+	if int64(len(v)) > c.budget {
+		return
+	}
+	c.items[k] = c.order.PushFront(&lruItem[K]{key: k, val: v})
+	c.used += int64(len(v))
+	for c.used > c.budget {
+		c.removeLocked(c.order.Back().Value.(*lruItem[K]).key)
+	}
+}
+
+func (c *lru[K]) remove(k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeLocked(k)
+}
+
+func (c *lru[K]) removeLocked(k K) {
+	el, ok := c.items[k]
+	if !ok {
+		return
+	}
+	c.used -= int64(len(el.Value.(*lruItem[K]).val))
+	c.order.Remove(el)
+	delete(c.items, k)
+}
+
+// size returns the bytes held and the number of entries.
+func (c *lru[K]) size() (int64, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used, len(c.items)
+}

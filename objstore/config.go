@@ -1,0 +1,99 @@
+package objstore
+
+import (
+	"log/slog"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Config tunes a Store. The zero value gives the defaults below.
+type Config struct {
+	Create   bool   // create a new store if dir holds none
+	ReadOnly bool   // refuse Put and NewFile
+	Holder   string // recorded in the lock file, e.g. the mount point
+	Logger   *slog.Logger
+
+	SegmentSize int64 // roll segments past this size; default DefaultSegmentSize
+	CacheBytes  int64 // fulltext cache budget; default DefaultCacheBytes
+	LatestBytes int64 // budget for the latest fulltext of recently written files
+
+	MaxChainLen  uint32  // default DefaultMaxChainLen
+	MaxReadRatio float64 // default DefaultMaxReadRatio
+	NoCaps       bool    // lift both caps (benchmarks only)
+	P1Only       bool    // consider only p1 (and snapshots): the S2 comparison
+
+	// hash overrides the content hash (tests force collisions with it).
+	hash func([]byte) uint64
+}
+
+const (
+	// DefaultSegmentSize: large enough that a store of many GiB has few
+	// hundred files, small enough that a repack can rewrite one at a time.
+	DefaultSegmentSize = 256 << 20
+	// DefaultCacheBytes holds a handful of large fulltexts, enough that
+	// reading neighbouring revisions rebuilds from a cached one.
+	DefaultCacheBytes = 64 << 20
+	// DefaultLatestBytes keeps the newest fulltext of recently written files
+	// so that revision n+1 deltas against n without rebuilding it.
+	DefaultLatestBytes = 64 << 20
+
+	// DefaultMaxChainLen caps deltas applied per read. Applying a delta to an
+	// 8 MiB text costs about one copy of it (~0.5-1 ms measured here with
+	// BenchmarkGet), so 1000 bounds the worst read of such a file near a
+	// second; Mercurial's sparse-revlog uses the same 1000. Smaller texts are
+	// far cheaper, and intermediate snapshots keep the typical chain shorter.
+	DefaultMaxChainLen = 1000
+	// DefaultMaxReadRatio: the chain's stored bytes may be at most 2x the
+	// text (Mercurial's LIMIT_DELTA2TEXT). Reading 2x a text from the page
+	// cache is cheaper than the copies of applying; it stops a chain of many
+	// medium deltas from reading far more than a fresh fulltext would.
+	DefaultMaxReadRatio = 2.0
+	// DefaultMinReadBytes lets texts of a few hundred bytes still delta:
+	// record headers alone would break 2x of a tiny text.
+	DefaultMinReadBytes = 4096
+
+	// zstdTryMin: try the zstd-dictionary codec only when the compressed
+	// copy/insert delta exceeds this. Below it the codec can save at most a
+	// few hundred bytes, and it reads the whole base (the delta package
+	// measures ~100 bytes/MB of overhead for tiny edits), so it would cost
+	// time proportional to the file rather than to the change.
+	zstdTryMin = 2048
+	// zstdTryMaxBase: the zstd codec's fixed hash tables lose long matches
+	// on bases of many MiB (delta package: 482 KB vs 255 bytes on 16 MiB), so
+	// past this size it is not worth its cost.
+	zstdTryMaxBase = 4 << 20
+)
+
+func (c Config) withDefaults() Config {
+	if c.SegmentSize <= 0 {
+		c.SegmentSize = DefaultSegmentSize
+	}
+	if c.CacheBytes <= 0 {
+		c.CacheBytes = DefaultCacheBytes
+	}
+	if c.LatestBytes <= 0 {
+		c.LatestBytes = DefaultLatestBytes
+	}
+	if c.MaxChainLen == 0 {
+		c.MaxChainLen = DefaultMaxChainLen
+	}
+	if c.MaxReadRatio <= 0 {
+		c.MaxReadRatio = DefaultMaxReadRatio
+	}
+	if c.NoCaps {
+		c.MaxChainLen, c.MaxReadRatio = 1<<31, 1e12
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.hash == nil {
+		c.hash = xxhash.Sum64
+	}
+	return c
+}
+
+// Caps returns the chain caps in effect.
+func (c Config) Caps() Caps {
+	c = c.withDefaults()
+	return Caps{MaxChainLen: c.MaxChainLen, MaxReadRatio: c.MaxReadRatio, MinReadBytes: DefaultMinReadBytes}
+}

@@ -1,0 +1,31 @@
+// Package objstore owns the revlog: every revision of every file, stored in
+// append-only segment files as a fulltext or a delta against the best of its
+// candidate bases, and indexed by package index.
+//
+// Layout of a store directory:
+//
+//	FORMAT                  magic name and format version (text)
+//	LOCK                    flock(2)ed by the opener; holds its pid and holder
+//	index/                  badger database (package index)
+//	segments/NNNNNNNN.seg   append-only records, rolled at Config.SegmentSize
+//
+// Invariants:
+//   - a record is written once and never rewritten; each carries an xxhash64
+//     checksum over its header and payload;
+//   - segment data is fsynced before the index entries that reference it
+//     commit, so no entry ever points at missing or partial data; Open cuts
+//     off whatever lies beyond the committed tail;
+//   - a delta chain never exceeds the caps in Config (length, bytes read as a
+//     multiple of the text), and no delta is stored that is not smaller than
+//     the compressed fulltext (see SelectBase for the one estimate involved);
+//   - a rebuilt revision is checked against its content hash: reads return the
+//     right bytes or an error matching ErrCorrupt that names the revision.
+//
+// Concurrency: any number of readers and writers may call the Store at once.
+// Writers are serialised while they choose bases and append records; their
+// fsyncs and index commits are batched (group commit) so many small puts
+// share one fsync.
+//
+// objstore never interprets file contents and knows nothing of paths,
+// directories or the mount; it imports index and delta only.
+package objstore

@@ -1,0 +1,191 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/index"
+)
+
+// Get returns the fulltext of revision id. The slice is the caller's.
+func (s *Store) Get(ctx context.Context, id index.RevID) ([]byte, error) {
+	text, err := s.fulltext(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(text), nil
+}
+
+// Entry returns the index entry of revision id.
+func (s *Store) Entry(id index.RevID) (index.Entry, error) { return s.entry(id) }
+
+// fulltext returns id's text, shared with the caches: never modify it.
+func (s *Store) fulltext(ctx context.Context, id index.RevID) ([]byte, error) {
+	e, err := s.entry(id)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: get %v: %w", id, err)
+	}
+	return s.rebuild(ctx, id, e, caches{latest: s.latest, full: s.cache})
+}
+
+// caches are the texts a rebuild may start from; latest may be nil.
+type caches struct {
+	latest, full *lru[index.RevID]
+}
+
+func (c caches) get(id index.RevID) ([]byte, bool) {
+	if c.latest != nil {
+		if t, ok := c.latest.get(id); ok {
+			return t, true
+		}
+	}
+	return c.full.get(id)
+}
+
+// rebuild reads e's chain in file order, applies it and checks the result
+// against e.Hash. want names the revision asked for, for error messages.
+func (s *Store) rebuild(ctx context.Context, want index.RevID, e index.Entry, cache caches) ([]byte, error) {
+	if e.Kind == index.KindDedup {
+		te, err := s.entry(e.Base)
+		if err != nil || te.Kind == index.KindDedup || te.Hash != e.Hash || te.Size != e.Size {
+			return nil, corrupt(want, &e, fmt.Errorf("bad dedup target %v: %v", e.Base, err))
+		}
+		e = te
+	}
+	if t, ok := cache.get(e.ID()); ok {
+		return t, nil
+	}
+	chain, start, err := s.chain(want, e, cache)
+	if err != nil {
+		return nil, err
+	}
+	payloads, err := s.readChain(ctx, want, chain)
+	if err != nil {
+		return nil, err
+	}
+	text, err := applyChain(want, chain, payloads, start)
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.hash(text) != e.Hash {
+		return nil, corrupt(want, &e, errors.New("content hash mismatch"))
+	}
+	cache.full.add(e.ID(), text)
+	return text, nil
+}
+
+// chain walks from e towards its fulltext, stopping early at a cached text.
+// It returns the entries newest first and the cached start text, if any.
+func (s *Store) chain(want index.RevID, e index.Entry, cache caches) ([]index.Entry, []byte, error) {
+	chain := []index.Entry{e}
+	for cur := e; cur.Kind != index.KindFull; {
+		if uint32(len(chain)) > e.ChainLen+1 {
+			return nil, nil, corrupt(want, &cur, errors.New("chain longer than recorded"))
+		}
+		if t, ok := cache.get(cur.Base); ok {
+			return chain, t, nil
+		}
+		be, err := s.entry(cur.Base)
+		if err != nil {
+			return nil, nil, corrupt(want, &cur, fmt.Errorf("base %v: %w", cur.Base, err))
+		}
+		if be.Kind == index.KindDedup {
+			return nil, nil, corrupt(want, &cur, fmt.Errorf("base %v has no data of its own", cur.Base))
+		}
+		chain = append(chain, be)
+		cur = be
+	}
+	return chain, nil, nil
+}
+
+// readChain reads every record of the chain, in segment order so the reads
+// sweep forward through the files, and returns the decoded payloads indexed
+// like chain.
+func (s *Store) readChain(ctx context.Context, want index.RevID, chain []index.Entry) ([][]byte, error) {
+	order := make([]int, len(chain))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool {
+		x, y := &chain[order[a]], &chain[order[b]]
+		return x.Seg < y.Seg || x.Seg == y.Seg && x.Off < y.Off
+	})
+	payloads := make([][]byte, len(chain))
+	for _, i := range order {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p, err := s.readRecord(want, &chain[i])
+		if err != nil {
+			return nil, err
+		}
+		payloads[i] = p
+	}
+	return payloads, nil
+}
+
+// readRecord reads and checks e's record, returning its decoded payload.
+func (s *Store) readRecord(want index.RevID, e *index.Entry) ([]byte, error) {
+	raw, err := s.segs.readAt(e.Seg, e.Off, int(e.Stored))
+	if errors.Is(err, errShort) || err == nil && int(e.Stored) < recOverhead {
+		return nil, corrupt(want, e, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("objstore: read %v for %v: %w", e.ID(), want, err)
+	}
+	h, p, err := decodeRecord(raw)
+	if err != nil {
+		return nil, corrupt(want, e, err)
+	}
+	if err := agree(&h, e); err != nil {
+		return nil, corrupt(want, e, err)
+	}
+	if h.zstd() {
+		if p, err = s.dec.DecodeAll(p, nil); err != nil {
+			return nil, corrupt(want, e, fmt.Errorf("decompress: %w", err))
+		}
+	}
+	if !h.delta() && uint64(len(p)) != e.Size {
+		return nil, corrupt(want, e, fmt.Errorf("fulltext of %d bytes, index says %d", len(p), e.Size))
+	}
+	return p, nil
+}
+
+// agree checks that a record's header matches the index entry.
+func agree(h *recHeader, e *index.Entry) error {
+	switch {
+	case h.ID != e.ID():
+		return fmt.Errorf("record belongs to %v", h.ID)
+	case h.TextLen != e.Size:
+		return fmt.Errorf("record text length %d, index says %d", h.TextLen, e.Size)
+	case index.Flags(h.Flags) != e.Flags:
+		return fmt.Errorf("record flags %#x, index says %#x", h.Flags, e.Flags)
+	case h.delta() == (e.Kind == index.KindFull):
+		return fmt.Errorf("record delta flag disagrees with kind %v", e.Kind)
+	}
+	return nil
+}
+
+// applyChain applies the payloads oldest first onto start (or the chain's
+// fulltext when start is nil).
+func applyChain(want index.RevID, chain []index.Entry, payloads [][]byte, start []byte) ([]byte, error) {
+	text, i := start, len(chain)-1
+	if text == nil {
+		text, i = payloads[i], i-1
+	}
+	for ; i >= 0; i-- {
+		next, err := delta.Apply(text, payloads[i])
+		if err != nil {
+			return nil, corrupt(want, &chain[i], err)
+		}
+		if uint64(len(next)) != chain[i].Size {
+			return nil, corrupt(want, &chain[i], fmt.Errorf("delta gave %d bytes, index says %d", len(next), chain[i].Size))
+		}
+		text = next
+	}
+	return text, nil
+}

@@ -1,0 +1,142 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/deltafs/deltafs/index"
+)
+
+// PutRequest describes a new revision.
+type PutRequest struct {
+	File   index.FileID
+	Data   []byte      // the fulltext; Put keeps its own copy
+	P1, P2 index.RevID // parents, null when absent
+	Hints  []index.RevID
+
+	// Delta, if set, is a delta the caller already has (e.g. carried in from
+	// another store) that turns DeltaBase into Data. It is verified and, if
+	// it passes the caps and is the smallest candidate, stored verbatim.
+	Delta     []byte
+	DeltaBase index.RevID
+}
+
+// Put stores a new revision of req.File and returns its entry. The revision
+// is durable when Put returns.
+func (s *Store) Put(ctx context.Context, req PutRequest) (index.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return index.Entry{}, err
+	}
+	data := bytes.Clone(req.Data)
+	if data == nil {
+		data = []byte{}
+	}
+	hash := s.cfg.hash(data)
+	s.wmu.Lock()
+	e, meta, err := s.prepare(ctx, &req, data, hash)
+	if err != nil {
+		s.wmu.Unlock()
+		return index.Entry{}, fmt.Errorf("objstore: put file %d: %w", req.File, err)
+	}
+	b := s.enqueue(e, meta)
+	if e.Rev > 0 {
+		s.latest.remove(index.RevID{File: e.File, Rev: e.Rev - 1})
+	}
+	s.latest.add(e.ID(), data)
+	s.wmu.Unlock()
+	if err := s.wait(b); err != nil {
+		return index.Entry{}, err
+	}
+	return e, nil
+}
+
+// prepare chooses how to store the revision and appends its record.
+// Called with wmu held.
+func (s *Store) prepare(ctx context.Context, req *PutRequest, data []byte, hash uint64) (index.Entry, index.FileMeta, error) {
+	switch {
+	case s.closed:
+		return index.Entry{}, index.FileMeta{}, ErrClosed
+	case s.broken != nil:
+		return index.Entry{}, index.FileMeta{}, s.broken
+	case s.cfg.ReadOnly:
+		return index.Entry{}, index.FileMeta{}, ErrReadOnly
+	}
+	meta, err := s.fileMeta(req.File)
+	if err != nil {
+		return index.Entry{}, index.FileMeta{}, err
+	}
+	if meta.Revs == math.MaxUint32 {
+		return index.Entry{}, index.FileMeta{}, fmt.Errorf("file %d has the maximum number of revisions", req.File)
+	}
+	for _, p := range []index.RevID{req.P1, req.P2} {
+		if _, err := s.checkRev(p); err != nil {
+			return index.Entry{}, index.FileMeta{}, fmt.Errorf("parent %v: %w", p, err)
+		}
+	}
+	e := index.Entry{File: req.File, Rev: index.Rev(meta.Revs), P1: req.P1, P2: req.P2,
+		Size: uint64(len(data)), Hash: hash, Time: time.Now().UnixNano()}
+	found, err := s.dedup(ctx, &e, data)
+	if err != nil {
+		return index.Entry{}, index.FileMeta{}, err
+	}
+	if !found {
+		if err := s.store(ctx, &e, req, meta, data); err != nil {
+			return index.Entry{}, index.FileMeta{}, err
+		}
+	}
+	meta.Revs++
+	if e.Kind.IsSnapshot() {
+		meta.LastSnap, meta.HasSnap = e.Rev, true
+	}
+	return e, *meta, nil
+}
+
+func (s *Store) checkRev(id index.RevID) (index.Entry, error) {
+	if id.IsNull() {
+		return index.Entry{}, nil
+	}
+	return s.entry(id)
+}
+
+// fileMeta returns the writer's copy of f's record. Called with wmu held.
+func (s *Store) fileMeta(f index.FileID) (*index.FileMeta, error) {
+	if m := s.files[f]; m != nil {
+		return m, nil
+	}
+	m, err := s.idx.File(f)
+	if err != nil {
+		return nil, err
+	}
+	s.files[f] = &m
+	return &m, nil
+}
+
+// dedup points e at an existing revision with the same content, if any. The
+// hash only nominates candidates: the bytes are compared before sharing.
+func (s *Store) dedup(ctx context.Context, e *index.Entry, data []byte) (bool, error) {
+	ids, err := s.byHash(e.Hash)
+	if err != nil {
+		return false, err
+	}
+	for _, id := range ids {
+		ce, err := s.entry(id)
+		if err != nil || ce.Size != e.Size {
+			continue
+		}
+		text, err := s.fulltext(ctx, id)
+		if err != nil {
+			s.log.Warn("dedup candidate unreadable", "rev", id, "err", err)
+			continue
+		}
+		if !bytes.Equal(text, data) {
+			continue // a hash collision: store separately
+		}
+		e.Kind, e.Base = index.KindDedup, id
+		e.ChainLen, e.ChainBytes, e.Seg, e.Off = ce.ChainLen, ce.ChainBytes, ce.Seg, ce.Off
+		return true, nil
+	}
+	return false, nil
+}

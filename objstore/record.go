@@ -1,0 +1,111 @@
+package objstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/deltafs/deltafs/index"
+)
+
+// Segment record layout (all integers big-endian):
+//
+//	off  size  field
+//	0    4     magic "dfsR"
+//	4    1     record version (1)
+//	5    1     flags: bit0 payload zstd-compressed, bit1 payload is a delta
+//	6    2     reserved, zero
+//	8    8     file id       } the revision the record belongs to, so that
+//	16   4     revision      } index/segment agreement can be checked
+//	20   4     payload length
+//	24   8     fulltext length
+//	32   n     payload
+//	32+n 8     xxhash64 of bytes [0, 32+n)
+//
+// A record is never rewritten; a torn tail fails its checksum.
+const (
+	recMagic      = "dfsR"
+	recVersion    = 1
+	recHeaderLen  = 32
+	recTrailerLen = 8
+	recOverhead   = recHeaderLen + recTrailerLen
+
+	recFlagZstd  = 1 << 0
+	recFlagDelta = 1 << 1
+	recFlagsAll  = recFlagZstd | recFlagDelta
+
+	// maxPayload bounds what a header may claim, so a corrupt length cannot
+	// make a reader allocate without limit.
+	maxPayload = 1<<31 - 1
+)
+
+// errRecord is wrapped by every record decoding error.
+var errRecord = errors.New("bad record")
+
+type recHeader struct {
+	Flags      byte
+	ID         index.RevID
+	PayloadLen uint32
+	TextLen    uint64
+}
+
+func (h *recHeader) zstd() bool  { return h.Flags&recFlagZstd != 0 }
+func (h *recHeader) delta() bool { return h.Flags&recFlagDelta != 0 }
+
+// appendRecord appends the full record for h and payload to dst.
+func appendRecord(dst []byte, h recHeader, payload []byte) []byte {
+	start := len(dst)
+	dst = append(dst, recMagic...)
+	dst = append(dst, recVersion, h.Flags, 0, 0)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(h.ID.File))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(h.ID.Rev))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(payload)))
+	dst = binary.BigEndian.AppendUint64(dst, h.TextLen)
+	dst = append(dst, payload...)
+	return binary.BigEndian.AppendUint64(dst, xxhash.Sum64(dst[start:]))
+}
+
+// parseHeader decodes a record header, without the checksum.
+func parseHeader(b []byte) (recHeader, error) {
+	var h recHeader
+	if len(b) < recHeaderLen {
+		return h, fmt.Errorf("%w: short header (%d bytes)", errRecord, len(b))
+	}
+	if string(b[:4]) != recMagic {
+		return h, fmt.Errorf("%w: bad magic %q", errRecord, b[:4])
+	}
+	if b[4] != recVersion {
+		return h, fmt.Errorf("%w: version %d", errRecord, b[4])
+	}
+	h.Flags = b[5]
+	if h.Flags&^recFlagsAll != 0 || b[6] != 0 || b[7] != 0 {
+		return h, fmt.Errorf("%w: flags %#x %#x%02x", errRecord, h.Flags, b[6], b[7])
+	}
+	h.ID.File = index.FileID(binary.BigEndian.Uint64(b[8:]))
+	h.ID.Rev = index.Rev(binary.BigEndian.Uint32(b[16:]))
+	h.PayloadLen = binary.BigEndian.Uint32(b[20:])
+	h.TextLen = binary.BigEndian.Uint64(b[24:])
+	if h.PayloadLen > maxPayload {
+		return h, fmt.Errorf("%w: payload length %d", errRecord, h.PayloadLen)
+	}
+	return h, nil
+}
+
+// decodeRecord checks that b is exactly one valid record and returns its
+// header and payload (aliasing b).
+func decodeRecord(b []byte) (recHeader, []byte, error) {
+	h, err := parseHeader(b)
+	if err != nil {
+		return h, nil, err
+	}
+	n := recOverhead + int(h.PayloadLen)
+	if len(b) != n {
+		return h, nil, fmt.Errorf("%w: %d bytes, header says %d", errRecord, len(b), n)
+	}
+	body := b[:n-recTrailerLen]
+	if sum := binary.BigEndian.Uint64(b[n-recTrailerLen:]); sum != xxhash.Sum64(body) {
+		return h, nil, fmt.Errorf("%w: checksum mismatch", errRecord)
+	}
+	return h, body[recHeaderLen:], nil
+}

@@ -1,0 +1,219 @@
+package objstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/deltafs/deltafs/index"
+)
+
+// segments manages the segment files. Reads may run concurrently with the
+// single appender; the appender's fields are guarded by the store's writer
+// mutex.
+type segments struct {
+	dir     string
+	maxSize int64
+
+	mu    sync.Mutex
+	files map[uint32]*os.File
+
+	cur     uint32 // segment being appended to
+	curSize int64
+	dirty   map[uint32]bool // written since the last sync
+}
+
+func segName(n uint32) string { return fmt.Sprintf("%08d.seg", n) }
+
+func openSegments(dir string, maxSize int64, tail index.Tail) *segments {
+	s := &segments{dir: dir, maxSize: maxSize, files: map[uint32]*os.File{}, dirty: map[uint32]bool{}}
+	s.cur, s.curSize = tail.Seg, int64(tail.End)
+	if s.cur == 0 {
+		s.cur = 1
+	}
+	return s
+}
+
+// list returns the segment numbers present on disk, ascending.
+func listSegments(dir string) ([]uint32, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: list segments: %w", err)
+	}
+	var ns []uint32
+	for _, e := range ents {
+		base, ok := strings.CutSuffix(e.Name(), ".seg")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(base, 10, 32)
+		if err != nil {
+			continue
+		}
+		ns = append(ns, uint32(n))
+	}
+	sort.Slice(ns, func(i, j int) bool { return ns[i] < ns[j] })
+	return ns, nil
+}
+
+// file returns the open handle of segment n, opening it if needed.
+func (s *segments) file(n uint32, create bool) (*os.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.files[n]; f != nil {
+		return f, nil
+	}
+	flag := os.O_RDWR
+	if create {
+		flag |= os.O_CREATE
+	}
+	f, err := os.OpenFile(filepath.Join(s.dir, segName(n)), flag, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: segment %d: %w", n, err)
+	}
+	s.files[n] = f
+	return f, nil
+}
+
+// append writes rec at the end of the current segment, rolling first if it
+// would grow past maxSize. Not synced: see sync.
+func (s *segments) append(rec []byte) (seg uint32, off uint64, err error) {
+	if s.curSize > 0 && s.curSize+int64(len(rec)) > s.maxSize {
+		s.cur, s.curSize = s.cur+1, 0
+	}
+	fresh := s.curSize == 0
+	f, err := s.file(s.cur, true)
+	if err != nil {
+		return 0, 0, err
+	}
+	if fresh {
+		// The new file's directory entry must be durable before any index
+		// entry can point into it.
+		if err := syncDir(s.dir); err != nil {
+			return 0, 0, fmt.Errorf("objstore: sync segment dir: %w", err)
+		}
+	}
+	if _, err := f.WriteAt(rec, s.curSize); err != nil {
+		return 0, 0, fmt.Errorf("objstore: write segment %d at %d: %w", s.cur, s.curSize, err)
+	}
+	seg, off = s.cur, uint64(s.curSize)
+	s.curSize += int64(len(rec))
+	s.dirty[s.cur] = true
+	return seg, off, nil
+}
+
+func (s *segments) tail() index.Tail { return index.Tail{Seg: s.cur, End: uint64(s.curSize)} }
+
+// takeDirty returns and clears the set of segments written since last call.
+func (s *segments) takeDirty() []uint32 {
+	var ns []uint32
+	for n := range s.dirty {
+		ns = append(ns, n)
+	}
+	clear(s.dirty)
+	return ns
+}
+
+// sync fsyncs the given segments.
+func (s *segments) sync(ns []uint32) error {
+	for _, n := range ns {
+		f, err := s.file(n, false)
+		if err != nil {
+			return err
+		}
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("objstore: fsync segment %d: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// errShort is returned by readAt when the segment ends early.
+var errShort = errors.New("segment shorter than the index says")
+
+// readAt reads n bytes of segment seg at off.
+func (s *segments) readAt(seg uint32, off uint64, n int) ([]byte, error) {
+	f, err := s.file(seg, false)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, n)
+	m, err := f.ReadAt(b, int64(off))
+	if m == n {
+		return b, nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: read %d of %d bytes", errShort, m, n)
+	}
+	return nil, fmt.Errorf("objstore: read segment %d at %d: %w", seg, off, err)
+}
+
+func (s *segments) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var first error
+	for n, f := range s.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+		delete(s.files, n)
+	}
+	return first
+}
+
+// recoverTail cuts off everything past the committed tail: bytes after
+// tail.End in its segment and any later segment. Those bytes were appended
+// by puts whose index commit never happened (a crash between write and
+// commit), so nothing references them; a torn record is among them.
+func recoverTail(dir string, tail index.Tail, log func(msg string, args ...any)) error {
+	ns, err := listSegments(dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range ns {
+		path := filepath.Join(dir, segName(n))
+		switch {
+		case n > tail.Seg || tail.End == 0 && n == tail.Seg:
+			log("removing uncommitted segment", "segment", n)
+			if err := os.Remove(path); err != nil {
+				return fmt.Errorf("objstore: recover: %w", err)
+			}
+		case n == tail.Seg:
+			if err := truncateTo(path, int64(tail.End), log); err != nil {
+				return err
+			}
+		}
+	}
+	return syncDir(dir)
+}
+
+func truncateTo(path string, end int64, log func(msg string, args ...any)) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("objstore: recover: %w", err)
+	}
+	if st.Size() < end {
+		log("segment shorter than the committed tail", "path", path, "size", st.Size(), "tail", end)
+		return nil
+	}
+	if st.Size() == end {
+		return nil
+	}
+	log("cutting uncommitted segment tail", "path", path, "bytes", st.Size()-end)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("objstore: recover: %w", err)
+	}
+	defer f.Close()
+	if err := f.Truncate(end); err != nil {
+		return fmt.Errorf("objstore: recover: %w", err)
+	}
+	return f.Sync()
+}
+

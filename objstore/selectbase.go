@@ -1,0 +1,154 @@
+package objstore
+
+import (
+	"fmt"
+
+	"github.com/deltafs/deltafs/index"
+)
+
+// Role says where a base candidate comes from.
+type Role uint8
+
+// Candidate roles, in the order ties are broken.
+const (
+	RoleP1       Role = iota + 1 // first parent
+	RoleP2                       // second parent
+	RoleCarried                  // a delta the caller carried in, stored verbatim if chosen
+	RoleHint                     // a caller hint, e.g. a copy source
+	RoleSnapshot                 // the file's latest snapshot (fulltext or intermediate)
+)
+
+var roleNames = [...]string{"", "p1", "p2", "carried", "hint", "snapshot"}
+
+func (r Role) String() string {
+	if int(r) < len(roleNames) && r != 0 {
+		return roleNames[r]
+	}
+	return fmt.Sprintf("role(%d)", uint8(r))
+}
+
+// Rejection rules, named as in Mercurial's delta search.
+const (
+	RuleChainTooLong   = "chain too long"
+	RuleReadsTooMuch   = "chain reads more than the read cap"
+	RuleLargerThanText = "delta larger than text"
+	RuleNotComputed    = "delta not computed"
+	RuleNotSmallest    = "a smaller delta passed"
+)
+
+// Caps bound delta chains. See the defaults in config.go.
+type Caps struct {
+	MaxChainLen  uint32  // deltas applied to rebuild a revision
+	MaxReadRatio float64 // chain bytes read / fulltext length
+	MinReadBytes uint64  // read budget floor, so tiny texts may still delta
+}
+
+// Candidate is one possible delta base with the facts selection needs.
+type Candidate struct {
+	Role           Role
+	Base           index.RevID
+	BaseChainLen   uint32 // deltas applied to rebuild the base
+	BaseChainBytes uint64 // bytes read to rebuild the base
+	BaseIsSnapshot bool   // base is a fulltext or an intermediate snapshot
+	DeltaLen       int64  // stored bytes of the delta record; <0 if not computed
+}
+
+// Target describes the revision being stored.
+type Target struct {
+	TextLen uint64 // fulltext length
+	FullLen uint64 // stored bytes of its fulltext record (compressed)
+}
+
+// Attempt records what selection made of one candidate.
+type Attempt struct {
+	Role     Role
+	Base     index.RevID
+	DeltaLen int64
+	Reason   string // empty for the chosen candidate
+}
+
+// Decision is the outcome of SelectBase.
+type Decision struct {
+	Choice       int  // index into the candidates, -1 for a fulltext
+	Intermediate bool // store the choice as an intermediate snapshot
+	Tried        []Attempt
+}
+
+// readLimit is the most bytes a chain may read to rebuild a text of n bytes.
+func (c Caps) readLimit(n uint64) uint64 {
+	return max(uint64(c.MaxReadRatio*float64(n)), c.MinReadBytes)
+}
+
+// ChainRule returns the rule a candidate's chain breaks whatever its delta
+// (empty if none), so callers can skip computing deltas that cannot pass.
+func ChainRule(c Candidate, t Target, caps Caps) string {
+	switch {
+	case c.BaseChainLen+1 > caps.MaxChainLen:
+		return RuleChainTooLong
+	case c.BaseChainBytes > caps.readLimit(t.TextLen):
+		return RuleReadsTooMuch
+	}
+	return ""
+}
+
+// rule returns why candidate c cannot be used, or "".
+func rule(c Candidate, t Target, caps Caps) string {
+	if r := ChainRule(c, t, caps); r != "" {
+		return r
+	}
+	switch {
+	case c.DeltaLen < 0:
+		return RuleNotComputed
+	case uint64(c.DeltaLen) >= t.FullLen:
+		return RuleLargerThanText
+	case c.BaseChainBytes+uint64(c.DeltaLen) > caps.readLimit(t.TextLen):
+		return RuleReadsTooMuch
+	}
+	return ""
+}
+
+// SelectBase picks the smallest delta that passes the caps, or a fulltext.
+// It is pure: everything it knows comes from its arguments. A delta against
+// a snapshot that is chosen only because no parent or hint passed becomes an
+// intermediate snapshot (sparse-revlog style) when it is at most
+// TextLen >> depth bytes, so long histories grow snapshot trees instead of
+// new fulltexts; a larger one is stored as an ordinary delta against the
+// snapshot.
+func SelectBase(t Target, cands []Candidate, caps Caps) Decision {
+	d := Decision{Choice: -1, Tried: make([]Attempt, len(cands))}
+	for i, c := range cands {
+		d.Tried[i] = Attempt{Role: c.Role, Base: c.Base, DeltaLen: c.DeltaLen, Reason: rule(c, t, caps)}
+		if d.Tried[i].Reason != "" {
+			continue
+		}
+		if d.Choice < 0 || c.DeltaLen < cands[d.Choice].DeltaLen {
+			d.Choice = i
+		}
+	}
+	for i := range d.Tried {
+		if d.Tried[i].Reason == "" && i != d.Choice {
+			d.Tried[i].Reason = RuleNotSmallest
+		}
+	}
+	if d.Choice >= 0 && onlySnapshotsPassed(d.Tried, cands) {
+		d.Intermediate = fitsDepth(cands[d.Choice], t)
+	}
+	return d
+}
+
+func onlySnapshotsPassed(tried []Attempt, cands []Candidate) bool {
+	for i, a := range tried {
+		if cands[i].Role != RoleSnapshot && (a.Reason == "" || a.Reason == RuleNotSmallest) {
+			return false
+		}
+	}
+	return true
+}
+
+// fitsDepth: a snapshot at depth d (the base's snapshot depth plus one) must
+// be at most TextLen >> d bytes, so each level of the tree is at least half
+// the size of the one above and the whole tree reads less than twice a text.
+func fitsDepth(c Candidate, t Target) bool {
+	depth := c.BaseChainLen + 1
+	return c.BaseIsSnapshot && depth < 64 && uint64(c.DeltaLen) <= t.TextLen>>depth
+}

@@ -1,0 +1,174 @@
+package objstore
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/deltafs/deltafs/index"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Store is an open revlog store. Safe for concurrent use.
+type Store struct {
+	dir  string
+	cfg  Config
+	caps Caps
+	log  *slog.Logger
+	lock *storeLock
+	idx  *index.DB
+	segs *segments
+	enc  *zstd.Encoder
+	dec  *zstd.Decoder
+
+	cache  *lru[index.RevID] // rebuilt fulltexts
+	latest *lru[index.RevID] // newest fulltext of recently written files
+
+	wmu    sync.Mutex // writer: base choice, appends, open batch, file states
+	files  map[index.FileID]*index.FileMeta
+	open   *batch // collecting puts for the next group commit
+	broken error  // a failed commit: in-memory state can no longer be trusted
+	closed bool
+
+	cmu sync.Mutex // held by the group-commit leader
+
+	pmu         sync.RWMutex // pending (appended, not yet committed) entries
+	pending     map[index.RevID]index.Entry
+	pendingHash map[uint64][]index.RevID
+}
+
+// Open opens the store in dir, creating it if cfg.Create is set and dir is
+// absent or empty. It takes the store lock; Close releases it.
+func Open(dir string, cfg Config) (*Store, error) {
+	cfg = cfg.withDefaults()
+	created := false
+	if _, err := readFormat(dir); err != nil {
+		if !cfg.Create || !errors.Is(err, ErrNotStore) {
+			return nil, err
+		}
+		if err := prepareCreate(dir); err != nil {
+			return nil, err
+		}
+		created = true
+	}
+	lock, err := acquireLock(dir, cfg.Holder)
+	if err != nil {
+		return nil, err
+	}
+	s, err := openLocked(dir, cfg, lock, created)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	return s, nil
+}
+
+func openLocked(dir string, cfg Config, lock *storeLock, created bool) (*Store, error) {
+	s := &Store{
+		dir: dir, cfg: cfg, caps: cfg.Caps(), log: cfg.Logger, lock: lock,
+		cache: newLRU[index.RevID](cfg.CacheBytes), latest: newLRU[index.RevID](cfg.LatestBytes),
+		files: map[index.FileID]*index.FileMeta{}, pending: map[index.RevID]index.Entry{},
+		pendingHash: map[uint64][]index.RevID{},
+	}
+	segDir := filepath.Join(dir, "segments")
+	if err := os.MkdirAll(segDir, 0o755); err != nil {
+		return nil, fmt.Errorf("objstore: %w", err)
+	}
+	idx, err := index.Open(filepath.Join(dir, "index"), index.Options{Logger: cfg.Logger, ReadOnly: cfg.ReadOnly && !created})
+	if err != nil {
+		return nil, err
+	}
+	s.idx = idx
+	if err := s.init(segDir, created); err != nil {
+		idx.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) init(segDir string, created bool) error {
+	if err := s.checkIndexFormat(created); err != nil {
+		return err
+	}
+	if created {
+		if err := writeFormat(s.dir); err != nil {
+			return err
+		}
+	}
+	tail, err := s.idx.Tail()
+	if err != nil {
+		return err
+	}
+	if !s.cfg.ReadOnly {
+		if err := recoverTail(segDir, tail, s.log.Warn); err != nil {
+			return err
+		}
+	}
+	s.segs = openSegments(segDir, s.cfg.SegmentSize, tail)
+	s.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
+		zstd.WithEncoderConcurrency(2), zstd.WithLowerEncoderMem(true))
+	if err != nil {
+		return fmt.Errorf("objstore: zstd: %w", err)
+	}
+	s.dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(2),
+		zstd.WithDecoderMaxMemory(maxDecoded), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		return fmt.Errorf("objstore: zstd: %w", err)
+	}
+	return nil
+}
+
+// maxDecoded bounds what one zstd payload may decompress to.
+const maxDecoded = 1 << 34
+
+func (s *Store) checkIndexFormat(created bool) error {
+	v, ok, err := s.idx.Format()
+	if err != nil {
+		return err
+	}
+	switch {
+	case !ok && created:
+		return s.idx.SetFormat(FormatVersion)
+	case !ok:
+		return fmt.Errorf("objstore: %s: %w: index has no format version", s.dir, ErrFormat)
+	case v != FormatVersion:
+		return fmt.Errorf("objstore: %s: %w: index format %d, this build reads %d", s.dir, ErrFormat, v, FormatVersion)
+	}
+	return nil
+}
+
+// Dir returns the store directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Config returns the configuration in effect (defaults filled in).
+func (s *Store) Config() Config { return s.cfg }
+
+// Close waits for no one: callers must not Put or Get concurrently with it.
+// It releases the index, segment files and the lock.
+func (s *Store) Close() error {
+	s.wmu.Lock()
+	if s.closed {
+		s.wmu.Unlock()
+		return ErrClosed
+	}
+	s.closed = true
+	s.wmu.Unlock()
+	s.cmu.Lock() // wait for an in-flight group commit
+	defer s.cmu.Unlock()
+	errs := []error{s.segs.close(), s.idx.Close()}
+	s.enc.Close()
+	s.dec.Close()
+	errs = append(errs, s.lock.release())
+	return errors.Join(errs...)
+}
+
+// NewFile allocates a file identity.
+func (s *Store) NewFile(name string) (index.FileID, error) {
+	if s.cfg.ReadOnly {
+		return 0, ErrReadOnly
+	}
+	return s.idx.NewFile(name)
+}
