@@ -216,4 +216,3 @@ func truncateTo(path string, end int64, log func(msg string, args ...any)) error
 	}
 	return f.Sync()
 }
-

@@ -17,7 +17,7 @@ type fakeChain struct {
 var chainTable = map[index.Rev]fakeChain{
 	0:  {0, 3000, true},      // fulltext
 	1:  {1, 3100, false},     // short delta chain
-	2:  {1000, 9000, false},   // at the length cap
+	2:  {1000, 9000, false},  // at the length cap
 	3:  {5, 19_990, false},   // nearly at the read cap
 	4:  {1, 3400, true},      // intermediate snapshot
 	10: {50, 200_000, false}, // far beyond the read cap
