@@ -59,6 +59,8 @@ func (s *Store) wait(b *batch) error {
 
 // flush fsyncs the segments, then commits the index entries.
 func (s *Store) flush(b *batch, dirty []uint32) error {
+	s.commits.Add(1)
+	s.puts.Add(int64(len(b.b.Entries)))
 	err := s.segs.sync(dirty)
 	if err == nil {
 		err = s.idx.Commit(&b.b)

@@ -21,6 +21,8 @@ type Stats struct {
 	ByKind       map[string]int64 `json:"by_kind"`
 	CacheBytes   int64            `json:"cache_bytes"`
 	CacheEntries int              `json:"cache_entries"`
+	Puts         int64            `json:"puts"`    // since Open
+	Commits      int64            `json:"commits"` // group commits (fsyncs) since Open
 }
 
 // ChainBucket counts revisions with chain length in [Min, Max].
@@ -69,6 +71,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	}
 	st.SegmentBytes = s.segmentBytes(tail)
 	st.CacheBytes, st.CacheEntries = s.cache.size()
+	st.Puts, st.Commits = s.puts.Load(), s.commits.Load()
 	return st, nil
 }
 

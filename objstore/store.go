@@ -1,12 +1,14 @@
 package objstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/deltafs/deltafs/index"
 	"github.com/klauspost/compress/zstd"
@@ -33,7 +35,9 @@ type Store struct {
 	broken error  // a failed commit: in-memory state can no longer be trusted
 	closed bool
 
-	cmu sync.Mutex // held by the group-commit leader
+	cmu     sync.Mutex   // held by the group-commit leader
+	commits atomic.Int64 // group commits since Open
+	puts    atomic.Int64 // puts since Open
 
 	pmu         sync.RWMutex // pending (appended, not yet committed) entries
 	pending     map[index.RevID]index.Entry
@@ -171,4 +175,12 @@ func (s *Store) NewFile(name string) (index.FileID, error) {
 		return 0, ErrReadOnly
 	}
 	return s.idx.NewFile(name)
+}
+
+// File returns the committed record of file f (name, revision count).
+func (s *Store) File(f index.FileID) (index.FileMeta, error) { return s.idx.File(f) }
+
+// Revisions calls fn with every committed entry of file f, in order.
+func (s *Store) Revisions(ctx context.Context, f index.FileID, fn func(index.Entry) error) error {
+	return s.idx.Revisions(ctx, f, fn)
 }
