@@ -73,3 +73,12 @@ func (c *lru[K]) size() (int64, int) {
 	defer c.mu.Unlock()
 	return c.used, len(c.items)
 }
+
+// clear drops every entry.
+func (c *lru[K]) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.order.Init()
+	clear(c.items)
+	c.used = 0
+}

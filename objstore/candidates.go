@@ -17,23 +17,40 @@ type prepared struct {
 }
 
 // store picks the base, appends the record and fills in e. wmu held.
+// Parents, hints and a carried delta are tried first; the file's snapshots
+// only when none of those passes (their deltas span more history, so they
+// cost more to compute and are rarely the smallest).
 func (s *Store) store(ctx context.Context, e *index.Entry, req *PutRequest, meta *index.FileMeta, data []byte) error {
-	full, fullFlags := s.compress(data)
-	t := Target{TextLen: uint64(len(data)), FullLen: uint64(recOverhead + len(full))}
-	cands, err := s.candidates(req, meta, t)
+	t := Target{TextLen: uint64(len(data))}
+	cands, err := s.candidates(req)
 	if err != nil {
 		return err
 	}
-	for i := range cands {
-		if err := s.computeDelta(ctx, &cands[i], req, data, t); err != nil {
+	if err := s.computeAll(ctx, cands, req, data, t); err != nil {
+		return err
+	}
+	full, fullFlags := []byte(nil), byte(0)
+	if t.FullLen = s.estimateFull(e.File, len(data), plainOf(cands)); t.FullLen == 0 {
+		full, fullFlags, t.FullLen = s.compressFull(e.File, data)
+	}
+	d := SelectBase(t, plainOf(cands), s.caps)
+	if d.Choice < 0 && meta.HasSnap {
+		if full == nil {
+			full, fullFlags, t.FullLen = s.compressFull(e.File, data)
+		}
+		snaps, err := s.snapshotCandidates(index.RevID{File: e.File, Rev: meta.LastSnap}, cands)
+		if err != nil {
 			return err
 		}
+		if err := s.computeAll(ctx, snaps, req, data, t); err != nil {
+			return err
+		}
+		cands = append(cands, snaps...)
+		d = SelectBase(t, plainOf(cands), s.caps)
 	}
-	plain := make([]Candidate, len(cands))
-	for i := range cands {
-		plain[i] = cands[i].Candidate
+	if d.Choice < 0 && full == nil {
+		full, fullFlags, _ = s.compressFull(e.File, data)
 	}
-	d := SelectBase(t, plain, s.caps)
 	payload, flags := full, fullFlags
 	e.Kind = index.KindFull
 	if d.Choice >= 0 {
@@ -42,6 +59,10 @@ func (s *Store) store(ctx context.Context, e *index.Entry, req *PutRequest, meta
 		e.Kind, e.Base, e.ChainLen = kindOf(c.Role, d.Intermediate), c.Base, c.BaseChainLen+1
 		e.ChainBytes = c.BaseChainBytes
 	}
+	return s.appendEntry(e, flags, payload)
+}
+
+func (s *Store) appendEntry(e *index.Entry, flags byte, payload []byte) error {
 	rec := appendRecord(nil, recHeader{Flags: flags, ID: e.ID(), TextLen: e.Size}, payload)
 	seg, off, err := s.segs.append(rec)
 	if err != nil {
@@ -50,6 +71,92 @@ func (s *Store) store(ctx context.Context, e *index.Entry, req *PutRequest, meta
 	e.Seg, e.Off, e.Stored, e.Flags = seg, off, uint32(len(rec)), index.Flags(flags)
 	e.ChainBytes += uint64(len(rec))
 	return nil
+}
+
+func plainOf(cands []prepared) []Candidate {
+	plain := make([]Candidate, len(cands))
+	for i := range cands {
+		plain[i] = cands[i].Candidate
+	}
+	return plain
+}
+
+func (s *Store) computeAll(ctx context.Context, cands []prepared, req *PutRequest, data []byte, t Target) error {
+	for i := range cands {
+		if err := s.computeDelta(ctx, &cands[i], req, data, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compressFull compresses the fulltext and remembers the file's ratio.
+func (s *Store) compressFull(f index.FileID, data []byte) ([]byte, byte, uint64) {
+	full, flags := s.compress(data)
+	n := uint64(recOverhead + len(full))
+	s.ratios[f] = float64(n) / float64(max(len(data), 1))
+	return full, flags, n
+}
+
+// maxSnapDepth bounds the walk down a snapshot chain; fitsDepth makes
+// deeper snapshots useless anyway.
+const maxSnapDepth = 64
+
+// snapshotCandidates lists the latest snapshot and the snapshots it is built
+// on, down to the fulltext, skipping bases already tried.
+func (s *Store) snapshotCandidates(last index.RevID, tried []prepared) ([]prepared, error) {
+	seen := map[index.RevID]bool{}
+	for _, c := range tried {
+		seen[c.Base] = true
+	}
+	var out []prepared
+	for id := last; len(out) < maxSnapDepth; {
+		e, err := s.entry(id)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot %v: %w", id, err)
+		}
+		if !e.Kind.IsSnapshot() {
+			return nil, fmt.Errorf("snapshot %v: %w: stored as %v", id, ErrCorrupt, e.Kind)
+		}
+		if !seen[id] {
+			out = append(out, prepared{Candidate: candidateOf(RoleSnapshot, e)})
+		}
+		if e.Kind == index.KindFull {
+			break
+		}
+		id = e.Base
+	}
+	return out, nil
+}
+
+func candidateOf(r Role, be index.Entry) Candidate {
+	return Candidate{Role: r, Base: be.ID(), BaseChainLen: be.ChainLen, BaseChainBytes: be.ChainBytes,
+		BaseIsSnapshot: be.Kind.IsSnapshot(), DeltaLen: -1}
+}
+
+// fullMargin: the compressed fulltext is estimated from the file's last
+// measured compression ratio, and trusted only when the best delta is under
+// a quarter of the estimate. Compressing an 8 MiB text costs ~60 ms here
+// (BenchmarkPutSmallEdits before this rule), far more than the few-byte
+// delta of a small edit; a file's compressibility does not change 4x between
+// two revisions a small delta apart.
+const fullMargin = 4
+
+// estimateFull returns an estimate of the stored fulltext size that the
+// best computable delta is clearly below, or 0 to say "compress it".
+func (s *Store) estimateFull(f index.FileID, n int, cands []Candidate) uint64 {
+	ratio, ok := s.ratios[f]
+	if !ok {
+		return 0
+	}
+	est := uint64(recOverhead + ratio*float64(n))
+	for _, c := range cands {
+		if c.DeltaLen >= 0 && ChainRule(c, Target{TextLen: uint64(n)}, s.caps) == "" &&
+			uint64(c.DeltaLen)*fullMargin < est {
+			return est
+		}
+	}
+	return 0
 }
 
 func kindOf(r Role, intermediate bool) index.BaseKind {
@@ -69,8 +176,9 @@ func kindOf(r Role, intermediate bool) index.BaseKind {
 	return index.KindSnapshot
 }
 
-// candidates lists the distinct bases to try, with their chain facts.
-func (s *Store) candidates(req *PutRequest, meta *index.FileMeta, t Target) ([]prepared, error) {
+// candidates lists the distinct parent, carried and hint bases to try, with
+// their chain facts.
+func (s *Store) candidates(req *PutRequest) ([]prepared, error) {
 	type want struct {
 		role Role
 		id   index.RevID
@@ -84,9 +192,6 @@ func (s *Store) candidates(req *PutRequest, meta *index.FileMeta, t Target) ([]p
 		for _, h := range req.Hints {
 			wants = append(wants, want{RoleHint, h})
 		}
-	}
-	if meta.HasSnap {
-		wants = append(wants, want{RoleSnapshot, index.RevID{File: req.File, Rev: meta.LastSnap}})
 	}
 	var out []prepared
 	seen := map[index.RevID]bool{}
@@ -104,9 +209,7 @@ func (s *Store) candidates(req *PutRequest, meta *index.FileMeta, t Target) ([]p
 			}
 			seen[be.ID()] = true
 		}
-		out = append(out, prepared{Candidate: Candidate{Role: w.role, Base: be.ID(),
-			BaseChainLen: be.ChainLen, BaseChainBytes: be.ChainBytes,
-			BaseIsSnapshot: be.Kind.IsSnapshot(), DeltaLen: -1}})
+		out = append(out, prepared{Candidate: candidateOf(w.role, be)})
 	}
 	return out, nil
 }

@@ -177,15 +177,18 @@ func applyChain(want index.RevID, chain []index.Entry, payloads [][]byte, start 
 	if text == nil {
 		text, i = payloads[i], i-1
 	}
-	for ; i >= 0; i-- {
-		next, err := delta.Apply(text, payloads[i])
+	// Two buffers in turn: each step writes the next text into the one not
+	// holding the current text, so a long chain allocates twice, not per step.
+	var bufs [2][]byte
+	for k := 0; i >= 0; i, k = i-1, k^1 {
+		next, err := delta.AppendApply(bufs[k][:0], text, payloads[i])
 		if err != nil {
 			return nil, corrupt(want, &chain[i], err)
 		}
 		if uint64(len(next)) != chain[i].Size {
 			return nil, corrupt(want, &chain[i], fmt.Errorf("delta gave %d bytes, index says %d", len(next), chain[i].Size))
 		}
-		text = next
+		bufs[k], text = next, next
 	}
 	return text, nil
 }

@@ -3,6 +3,7 @@ package objstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 
@@ -115,3 +116,6 @@ func verifyClean(t testing.TB, s *Store) {
 		t.Fatalf("verify: %d problems, %v", n, err)
 	}
 }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
+func errorsIsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -34,6 +34,7 @@ const (
 	RuleLargerThanText = "delta larger than text"
 	RuleNotComputed    = "delta not computed"
 	RuleNotSmallest    = "a smaller delta passed"
+	RuleSnapshotFirst  = "an intermediate snapshot was preferred"
 )
 
 // Caps bound delta chains. See the defaults in config.go.
@@ -108,41 +109,50 @@ func rule(c Candidate, t Target, caps Caps) string {
 }
 
 // SelectBase picks the smallest delta that passes the caps, or a fulltext.
-// It is pure: everything it knows comes from its arguments. A delta against
-// a snapshot that is chosen only because no parent or hint passed becomes an
-// intermediate snapshot (sparse-revlog style) when it is at most
-// TextLen >> depth bytes, so long histories grow snapshot trees instead of
-// new fulltexts; a larger one is stored as an ordinary delta against the
-// snapshot.
+// It is pure: everything it knows comes from its arguments.
+//
+// When no parent, hint or carried delta passes, the snapshot candidates
+// decide (sparse-revlog style): the smallest delta against a snapshot that
+// is at most TextLen >> depth bytes is stored as an intermediate snapshot,
+// so long histories grow shallow snapshot trees instead of new fulltexts;
+// failing that, the smallest passing snapshot delta is stored as an ordinary
+// delta against it.
 func SelectBase(t Target, cands []Candidate, caps Caps) Decision {
 	d := Decision{Choice: -1, Tried: make([]Attempt, len(cands))}
+	var passing []int
+	parentPassed := false
 	for i, c := range cands {
 		d.Tried[i] = Attempt{Role: c.Role, Base: c.Base, DeltaLen: c.DeltaLen, Reason: rule(c, t, caps)}
-		if d.Tried[i].Reason != "" {
-			continue
-		}
-		if d.Choice < 0 || c.DeltaLen < cands[d.Choice].DeltaLen {
-			d.Choice = i
+		if d.Tried[i].Reason == "" {
+			passing = append(passing, i)
+			parentPassed = parentPassed || c.Role != RoleSnapshot
 		}
 	}
-	for i := range d.Tried {
-		if d.Tried[i].Reason == "" && i != d.Choice {
+	pick := func(ok func(Candidate) bool) int {
+		best := -1
+		for _, i := range passing {
+			if ok(cands[i]) && (best < 0 || cands[i].DeltaLen < cands[best].DeltaLen) {
+				best = i
+			}
+		}
+		return best
+	}
+	d.Choice = pick(func(Candidate) bool { return true })
+	if !parentPassed {
+		if i := pick(func(c Candidate) bool { return fitsDepth(c, t) }); i >= 0 {
+			d.Choice, d.Intermediate = i, true
+		}
+	}
+	for _, i := range passing {
+		switch {
+		case i == d.Choice:
+		case cands[i].DeltaLen >= cands[d.Choice].DeltaLen:
 			d.Tried[i].Reason = RuleNotSmallest
+		default:
+			d.Tried[i].Reason = RuleSnapshotFirst
 		}
-	}
-	if d.Choice >= 0 && onlySnapshotsPassed(d.Tried, cands) {
-		d.Intermediate = fitsDepth(cands[d.Choice], t)
 	}
 	return d
-}
-
-func onlySnapshotsPassed(tried []Attempt, cands []Candidate) bool {
-	for i, a := range tried {
-		if cands[i].Role != RoleSnapshot && (a.Reason == "" || a.Reason == RuleNotSmallest) {
-			return false
-		}
-	}
-	return true
 }
 
 // fitsDepth: a snapshot at depth d (the base's snapshot depth plus one) must
@@ -150,5 +160,5 @@ func onlySnapshotsPassed(tried []Attempt, cands []Candidate) bool {
 // the size of the one above and the whole tree reads less than twice a text.
 func fitsDepth(c Candidate, t Target) bool {
 	depth := c.BaseChainLen + 1
-	return c.BaseIsSnapshot && depth < 64 && uint64(c.DeltaLen) <= t.TextLen>>depth
+	return c.Role == RoleSnapshot && c.BaseIsSnapshot && depth < 64 && uint64(c.DeltaLen) <= t.TextLen>>depth
 }

@@ -63,6 +63,9 @@ func TestSelectBase(t *testing.T) {
 		{"snapshot delta too big for its depth stays ordinary",
 			[]Candidate{cand(RoleP1, 2, 10), cand(RoleSnapshot, 4, 3000)}, // 3000 > 10000>>2
 			want{1, false, []string{RuleChainTooLong, ""}}},
+		{"a snapshot that fits its depth beats a smaller one that does not",
+			[]Candidate{cand(RoleP1, 2, 10), cand(RoleSnapshot, 4, 2600), cand(RoleSnapshot, 0, 2700)}, // 2600 > 10000>>2; 2700 <= 10000>>1
+			want{2, true, []string{RuleChainTooLong, RuleSnapshotFirst, ""}}},
 		{"snapshot wins on size but a parent passed: not intermediate",
 			[]Candidate{cand(RoleP1, 1, 900), cand(RoleSnapshot, 0, 100)},
 			want{1, false, []string{RuleNotSmallest, ""}}},

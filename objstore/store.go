@@ -31,8 +31,9 @@ type Store struct {
 
 	wmu    sync.Mutex // writer: base choice, appends, open batch, file states
 	files  map[index.FileID]*index.FileMeta
-	open   *batch // collecting puts for the next group commit
-	broken error  // a failed commit: in-memory state can no longer be trusted
+	ratios map[index.FileID]float64 // last measured fulltext compression ratio
+	open   *batch                   // collecting puts for the next group commit
+	broken error                    // a failed commit: in-memory state can no longer be trusted
 	closed bool
 
 	cmu     sync.Mutex   // held by the group-commit leader
@@ -74,7 +75,7 @@ func openLocked(dir string, cfg Config, lock *storeLock, created bool) (*Store, 
 	s := &Store{
 		dir: dir, cfg: cfg, caps: cfg.Caps(), log: cfg.Logger, lock: lock,
 		cache: newLRU[index.RevID](cfg.CacheBytes), latest: newLRU[index.RevID](cfg.LatestBytes),
-		files: map[index.FileID]*index.FileMeta{}, pending: map[index.RevID]index.Entry{},
+		files: map[index.FileID]*index.FileMeta{}, ratios: map[index.FileID]float64{}, pending: map[index.RevID]index.Entry{},
 		pendingHash: map[uint64][]index.RevID{},
 	}
 	segDir := filepath.Join(dir, "segments")
