@@ -10,10 +10,11 @@ import (
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the deltafs version, the Go version and the platform",
+		Short: "Print the deltafs version, Go version, platform and store format",
 		Long: `Print the deltafs version (set at build time with
 -ldflags "-X main.version=...", else the module version recorded by the Go
-toolchain), the Go toolchain that built the binary, and the platform.`,
+toolchain), the Go toolchain that built the binary, the platform, and the
+on-disk store format version this build reads and writes.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, l := range currentVersion().lines() {

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/deltafs/deltafs/objstore"
 )
 
 func TestVersionCommand(t *testing.T) {
@@ -18,8 +21,9 @@ func TestVersionCommand(t *testing.T) {
 		t.Fatalf("version output:\n%s", r.stdout)
 	}
 	if !strings.Contains(r.stdout, "go: "+runtime.Version()+"\n") ||
-		!strings.Contains(r.stdout, "platform: "+runtime.GOOS+"/"+runtime.GOARCH+"\n") {
-		t.Fatalf("version output lacks the Go version or platform:\n%s", r.stdout)
+		!strings.Contains(r.stdout, "platform: "+runtime.GOOS+"/"+runtime.GOARCH+"\n") ||
+		!strings.Contains(r.stdout, fmt.Sprintf("store format: %d\n", objstore.FormatVersion)) {
+		t.Fatalf("version output lacks the Go version, platform or store format:\n%s", r.stdout)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/deltafs/deltafs/objstore"
 )
 
 // version is the deltafs version string, set at link time:
@@ -18,7 +20,7 @@ type versionInfo struct {
 	version   string // deltafs version
 	goVersion string // toolchain that built the binary
 	platform  string // GOOS/GOARCH
-	// The store's on-disk format version joins here once objstore exports it.
+	format    int    // on-disk store format this build writes and reads
 }
 
 // currentVersion collects the version facts of the running binary.
@@ -27,6 +29,7 @@ func currentVersion() versionInfo {
 		version:   resolveVersion(version, debug.ReadBuildInfo),
 		goVersion: runtime.Version(),
 		platform:  runtime.GOOS + "/" + runtime.GOARCH,
+		format:    objstore.FormatVersion,
 	}
 }
 
@@ -49,5 +52,6 @@ func (v versionInfo) lines() []string {
 		fmt.Sprintf("deltafs %s", v.version),
 		fmt.Sprintf("go: %s", v.goVersion),
 		fmt.Sprintf("platform: %s", v.platform),
+		fmt.Sprintf("store format: %d", v.format),
 	}
 }
