@@ -2,8 +2,11 @@ package objstore
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/deltafs/deltafs/index"
 )
@@ -18,17 +21,15 @@ func BenchmarkPutSmallEdits(b *testing.B) {
 	f := mustNewFile(b, s, "big")
 	text := genText(r, benchSize)
 	prev := mustPut(b, s, PutRequest{File: f, Data: text}).ID()
-	texts := make([][]byte, 64) // prepared outside the timer
-	for i := range texts {
-		text = edit(r, text, 3)
-		texts[i] = text
-	}
 	b.SetBytes(benchSize)
 	b.ReportAllocs()
 	b.ResetTimer()
 	var stored uint64
-	for i := range b.N {
-		e := mustPut(b, s, PutRequest{File: f, Data: texts[i%len(texts)], P1: prev})
+	for range b.N {
+		b.StopTimer()
+		text = edit(r, text, 3) // every revision new: no dedup
+		b.StartTimer()
+		e := mustPut(b, s, PutRequest{File: f, Data: text, P1: prev})
 		prev, stored = e.ID(), stored+uint64(e.Stored)
 	}
 	b.ReportMetric(float64(stored)/float64(b.N), "stored-B/rev")
@@ -74,4 +75,39 @@ func BenchmarkGetNewest(b *testing.B) {
 
 func BenchmarkGetOldest(b *testing.B) {
 	benchGet(b, func(ids []index.RevID) index.RevID { return ids[0] })
+}
+
+// BenchmarkChainCaps reproduces the table next to DefaultMaxChainLen: 600
+// revisions of an 8 MiB file under each cap, then cold reads of every 7th
+// revision. Run with -benchtime 1x; it reports size and read percentiles.
+func BenchmarkChainCaps(b *testing.B) {
+	for _, c := range []uint32{50, 128, 1000} {
+		b.Run(fmt.Sprintf("cap=%d", c), func(b *testing.B) {
+			s, _ := openNew(b, Config{MaxChainLen: c})
+			ids := benchHistory(b, s, 600)
+			st, err := s.Stats(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			var lat []time.Duration
+			for range b.N {
+				lat = lat[:0]
+				for i := 0; i < len(ids); i += 7 {
+					s.cache.clear()
+					s.latest.clear()
+					t0 := time.Now()
+					if _, err := s.Get(context.Background(), ids[i]); err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(t0))
+				}
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(st.StoredBytes), "stored-B")
+			b.ReportMetric(st.ChainMean, "chain-mean")
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		})
+	}
 }

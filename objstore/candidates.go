@@ -7,6 +7,7 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/index"
+	"github.com/klauspost/compress/zstd"
 )
 
 // prepared is a candidate with the payload it would store.
@@ -92,7 +93,7 @@ func (s *Store) computeAll(ctx context.Context, cands []prepared, req *PutReques
 
 // compressFull compresses the fulltext and remembers the file's ratio.
 func (s *Store) compressFull(f index.FileID, data []byte) ([]byte, byte, uint64) {
-	full, flags := s.compress(data)
+	full, flags := compressWith(s.fenc, data)
 	n := uint64(recOverhead + len(full))
 	s.ratios[f] = float64(n) / float64(max(len(data), 1))
 	return full, flags, n
@@ -270,11 +271,13 @@ func (s *Store) encodeDelta(base, target []byte) ([]byte, byte) {
 }
 
 // compress returns b zstd-compressed if that is smaller, else b itself.
-func (s *Store) compress(b []byte) ([]byte, byte) {
+func (s *Store) compress(b []byte) ([]byte, byte) { return compressWith(s.enc, b) }
+
+func compressWith(enc *zstd.Encoder, b []byte) ([]byte, byte) {
 	if len(b) < 64 {
 		return b, 0
 	}
-	z := s.enc.EncodeAll(b, make([]byte, 0, len(b)/2))
+	z := enc.EncodeAll(b, make([]byte, 0, len(b)/2))
 	if len(z) < len(b) {
 		return z, recFlagZstd
 	}

@@ -179,8 +179,17 @@ func applyChain(want index.RevID, chain []index.Entry, payloads [][]byte, start 
 	}
 	// Two buffers in turn: each step writes the next text into the one not
 	// holding the current text, so a long chain allocates twice, not per step.
+	// Both get the capacity of the largest text on the chain up front, or a
+	// text that grows by a byte per revision would reallocate every step.
 	var bufs [2][]byte
+	var maxSize uint64
+	for _, e := range chain[:i+1] {
+		maxSize = max(maxSize, e.Size)
+	}
 	for k := 0; i >= 0; i, k = i-1, k^1 {
+		if bufs[k] == nil {
+			bufs[k] = make([]byte, 0, maxSize)
+		}
 		next, err := delta.AppendApply(bufs[k][:0], text, payloads[i])
 		if err != nil {
 			return nil, corrupt(want, &chain[i], err)

@@ -13,7 +13,7 @@ import (
 // PutRequest describes a new revision.
 type PutRequest struct {
 	File   index.FileID
-	Data   []byte      // the fulltext; Put keeps its own copy
+	Data   []byte      // the fulltext; Put keeps it: do not modify it afterwards
 	P1, P2 index.RevID // parents, null when absent
 	Hints  []index.RevID
 
@@ -30,7 +30,9 @@ func (s *Store) Put(ctx context.Context, req PutRequest) (index.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return index.Entry{}, err
 	}
-	data := bytes.Clone(req.Data)
+	// No copy: an 8 MiB clone per put measured as much as the rest of a
+	// small-edit put (page faults on fresh memory); callers hand it over.
+	data := req.Data
 	if data == nil {
 		data = []byte{}
 	}
