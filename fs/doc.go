@@ -1,0 +1,51 @@
+// Package fs serves the live tree of a deltafs mount: a go-fuse node tree
+// over a plain directory (the store's live/ directory) that holds the
+// current content of every file, served loopback-style.
+//
+// It owns: every POSIX operation on the live tree; the reserved
+// .snapshots name at the root (it always appears as a directory, and no
+// user may create, remove or rename a .snapshots there; what it holds
+// comes from later work); the identity of live files (FileID, kept in
+// the xattr user.deltafs.id of the live file, hidden from users); and
+// telling a Recorder what changed.
+//
+// It never reads or writes the revision store (it does not import
+// objstore): history is the Recorder's business, and the Recorder must
+// work in the background, so that close stays fast.
+//
+// # I/O modes
+//
+// Read-only opens use FUSE passthrough: the kernel reads the live file
+// itself, at close to native speed. Writable opens use the kernel's
+// cached I/O mode, so that every write reaches the file handle, which
+// adds the written range to the file's session (a coalesced set of byte
+// ranges plus the smallest truncation). The kernel refuses to mix the
+// two modes on one inode, so a read-only open made while a writer is
+// open uses the cached mode too, and a writable open made while a
+// passthrough reader is open must use passthrough: its writes are then
+// invisible to us, and the change is reported Whole (ranges unknown,
+// detected by size and mtime) rather than by ranges.
+//
+// # Sessions and reports
+//
+// A file's session starts with its first writable open and ends when its
+// last writable handle is released; if the content changed, the
+// Recorder's Changed gets one Change with the dirty ranges, the prefix of
+// the previous revision that survives (Kept) and the size. fsync reports
+// the changes so far and starts a new session. truncate(2) by path with
+// no writer open is reported at once. Reads, chmod, chown, utimens,
+// xattrs and renames report no content change. Renames, unlinks, rmdirs
+// and links are reported by their own methods, with FileIDs, so that a
+// recorder can carry history across "mv a b" and an editor's atomic
+// save.
+//
+// # Errors
+//
+// One function, toErrno in errno.go, turns errors of our own making into
+// errnos (not found ENOENT, read-only EROFS, cancelled EINTR, corrupt EIO
+// with a log line, anything else EIO with a log line); go-fuse's own
+// conversion does not unwrap %w chains.
+//
+// O_TMPFILE is refused (EOPNOTSUPP): a nameless file could later be
+// linked into the tree through a descriptor.
+package fs

@@ -1,0 +1,149 @@
+package fs
+
+import (
+	"context"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// handle is an open live file in the kernel's cached I/O mode: every
+// write reaches us, so the node's session learns the written ranges.
+// Writable opens get one (unless the inode is in passthrough mode, see
+// Node.ioMode); so do read-only opens while a writer is open.
+//
+// handle forwards to a go-fuse LoopbackFile by name, not by embedding:
+// embedding would give it PassthroughFd, and go-fuse would then open it
+// in passthrough mode, where writes bypass us.
+type handle struct {
+	n        *Node
+	lf       *gofs.LoopbackFile
+	fd       int
+	writable bool
+}
+
+// passthroughHandle is an open live file in passthrough mode: the kernel
+// reads (and, for a writer, writes) the live file itself. A writer of
+// this kind marks its session Whole (ranges unknown).
+type passthroughHandle struct {
+	*gofs.LoopbackFile
+	n        *Node
+	fd       int
+	writable bool
+}
+
+// fdHolder is implemented by both handle kinds.
+type fdHolder interface{ liveFd() int }
+
+func (h *handle) liveFd() int            { return h.fd }
+func (h *passthroughHandle) liveFd() int { return h.fd }
+
+func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	return h.lf.Read(ctx, dest, off)
+}
+
+func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	n, err := syscall.Pwrite(h.fd, data, off)
+	if n > 0 {
+		h.n.wrote(off, int64(n))
+	}
+	return uint32(max(n, 0)), h.n.fsys.errno("write", err)
+}
+
+func (h *handle) Flush(ctx context.Context) syscall.Errno { return h.lf.Flush(ctx) }
+
+func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	if err := syscall.Fsync(h.fd); err != nil {
+		return h.n.fsys.errno("fsync", err)
+	}
+	h.n.fsynced(h.fd)
+	return 0
+}
+
+func (h *handle) Release(ctx context.Context) syscall.Errno {
+	h.n.released(h.fd, false, h.writable)
+	return h.lf.Release(ctx)
+}
+
+func (h *handle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
+	return h.lf.Getattr(ctx, out)
+}
+
+func (h *handle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if errno := h.lf.Setattr(ctx, in, out); errno != 0 {
+		return errno
+	}
+	if sz, ok := in.GetSize(); ok {
+		h.n.truncatedOpen(int64(sz))
+	}
+	return 0
+}
+
+func (h *handle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, syscall.Errno) {
+	return h.lf.Lseek(ctx, off, whence)
+}
+
+func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	if errno := h.lf.Allocate(ctx, off, size, mode); errno != 0 {
+		return errno
+	}
+	// Punching or zeroing changes bytes in place; plain allocation past
+	// the end changes the size. Counting the range as written covers all.
+	h.n.wrote(int64(off), int64(size))
+	return 0
+}
+
+func (h *handle) Getlk(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32, out *fuse.FileLock) syscall.Errno {
+	return h.lf.Getlk(ctx, owner, lk, flags, out)
+}
+
+func (h *handle) Setlk(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32) syscall.Errno {
+	return h.lf.Setlk(ctx, owner, lk, flags)
+}
+
+func (h *handle) Setlkw(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32) syscall.Errno {
+	return h.lf.Setlkw(ctx, owner, lk, flags)
+}
+
+func (h *passthroughHandle) Release(ctx context.Context) syscall.Errno {
+	h.n.released(h.fd, true, h.writable)
+	return h.LoopbackFile.Release(ctx)
+}
+
+func (h *passthroughHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	if err := syscall.Fsync(h.fd); err != nil {
+		return h.n.fsys.errno("fsync", err)
+	}
+	if h.writable {
+		h.n.fsynced(h.fd)
+	}
+	return 0
+}
+
+func (h *passthroughHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	n, err := unix.Pwrite(h.fd, data, off)
+	if n > 0 {
+		h.n.wrote(off, int64(n))
+	}
+	return uint32(max(n, 0)), h.n.fsys.errno("write", err)
+}
+
+func (h *passthroughHandle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if errno := h.LoopbackFile.Setattr(ctx, in, out); errno != 0 {
+		return errno
+	}
+	if sz, ok := in.GetSize(); ok {
+		h.n.truncatedOpen(int64(sz))
+	}
+	return 0
+}
+
+func (h *passthroughHandle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	if errno := h.LoopbackFile.Allocate(ctx, off, size, mode); errno != 0 {
+		return errno
+	}
+	h.n.wrote(int64(off), int64(size))
+	return 0
+}

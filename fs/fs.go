@@ -1,0 +1,97 @@
+package fs
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
+)
+
+// SnapshotsName is the reserved directory at the root of the mount.
+const SnapshotsName = ".snapshots"
+
+// Config configures a live tree.
+type Config struct {
+	// LiveDir is the plain directory holding the current content of
+	// every file.
+	LiveDir string
+	// Recorder is told about changes; nil means NopRecorder.
+	Recorder Recorder
+	// Logger receives the log lines of failed operations; nil discards.
+	Logger *slog.Logger
+	// Passthrough lets read-only opens use FUSE passthrough (kernel
+	// reads straight from the live file). It needs root (or
+	// CAP_SYS_ADMIN) and a kernel with CAP_PASSTHROUGH; go-fuse turns it
+	// off by itself when registering a backing file fails.
+	Passthrough bool
+}
+
+// FS is a live tree: a go-fuse node tree over Config.LiveDir.
+type FS struct {
+	live        string
+	rec         Recorder
+	log         *slog.Logger
+	passthrough atomic.Bool
+	loop        *gofs.LoopbackRoot
+	root        *Node
+	rootFd      int // O_PATH descriptor of the live directory
+}
+
+// New checks cfg.LiveDir and returns the live tree over it.
+func New(cfg Config) (*FS, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(cfg.LiveDir, &st); err != nil {
+		return nil, fmt.Errorf("live directory %s: %w", cfg.LiveDir, err)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return nil, fmt.Errorf("live directory %s: %w", cfg.LiveDir, syscall.ENOTDIR)
+	}
+	f := &FS{live: cfg.LiveDir, rec: cfg.Recorder, log: cfg.Logger}
+	if f.rec == nil {
+		f.rec = NopRecorder{}
+	}
+	if f.log == nil {
+		f.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	f.passthrough.Store(cfg.Passthrough)
+	fd, err := syscall.Open(cfg.LiveDir, unix.O_PATH|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("live directory %s: %w", cfg.LiveDir, err)
+	}
+	f.rootFd = fd
+	f.loop = &gofs.LoopbackRoot{Path: cfg.LiveDir, Dev: uint64(st.Dev), NewNode: f.newNode}
+	f.root = f.newNode(f.loop, nil, "", &st).(*Node)
+	f.loop.RootNode = f.root
+	return f, nil
+}
+
+// Close releases the live directory; call it after unmounting.
+func (f *FS) Close() error {
+	if err := syscall.Close(f.rootFd); err != nil {
+		return fmt.Errorf("close live directory: %w", err)
+	}
+	return nil
+}
+
+// Root returns the root node to mount.
+func (f *FS) Root() gofs.InodeEmbedder { return f.root }
+
+// DisablePassthrough makes later read-only opens go through the server
+// (the mount calls it when the kernel lacks CAP_PASSTHROUGH).
+func (f *FS) DisablePassthrough() { f.passthrough.Store(false) }
+
+// newNode makes the node of every live file and directory (go-fuse's
+// loopback calls it on lookup and creation).
+func (f *FS) newNode(_ *gofs.LoopbackRoot, _ *gofs.Inode, _ string, _ *syscall.Stat_t) gofs.InodeEmbedder {
+	n := &Node{fsys: f}
+	n.RootData = f.loop
+	return n
+}
+
+// osFile wraps a descriptor; the name is for error messages only.
+func osFile(fd int, name string) *os.File { return os.NewFile(uintptr(fd), name) }

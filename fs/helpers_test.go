@@ -1,0 +1,65 @@
+package fs_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/internal/testutil"
+)
+
+// events is a Recorder that keeps what it is told.
+type events struct {
+	mu      sync.Mutex
+	changes []fs.Change
+	renames []fs.Rename
+	removes []fs.Remove
+	links   []fs.Link
+}
+
+func (e *events) Changed(c fs.Change) { e.mu.Lock(); e.changes = append(e.changes, c); e.mu.Unlock() }
+func (e *events) Renamed(r fs.Rename) { e.mu.Lock(); e.renames = append(e.renames, r); e.mu.Unlock() }
+func (e *events) Removed(r fs.Remove) { e.mu.Lock(); e.removes = append(e.removes, r); e.mu.Unlock() }
+func (e *events) Linked(l fs.Link)    { e.mu.Lock(); e.links = append(e.links, l); e.mu.Unlock() }
+func (e *events) Sync(context.Context) error {
+	return nil
+}
+
+// takeChanges returns the changes reported so far and forgets them.
+func (e *events) takeChanges() []fs.Change {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := slices.Clone(e.changes)
+	e.changes = nil
+	return c
+}
+
+// mounted is a live tree mounted for a test.
+type mounted struct {
+	mnt, live string
+	rec       *events
+}
+
+// mountLive mounts a live tree over a fresh directory.
+func mountLive(t testing.TB) *mounted {
+	t.Helper()
+	testutil.RequireFUSE(t)
+	live := filepath.Join(t.TempDir(), "live")
+	if err := os.Mkdir(live, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec := &events{}
+	f, err := fs.New(fs.Config{LiveDir: live, Recorder: rec, Passthrough: os.Getenv("NOPT") == ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnt, _ := testutil.Mount(t, f.Root(), fs.Options())
+	return &mounted{mnt: mnt, live: live, rec: rec}
+}
+
+// path returns the mount path of name.
+func (m *mounted) path(name string) string { return filepath.Join(m.mnt, name) }

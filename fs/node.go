@@ -1,0 +1,101 @@
+package fs
+
+import (
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
+)
+
+// Node is a file, directory or symlink of the live tree. It embeds
+// go-fuse's LoopbackNode for the operations that need nothing from us
+// (lookup, getattr, readlink, statfs, mknod, ...) and overrides those
+// that change content or names, to tell the Recorder, and those that
+// touch the reserved names.
+//
+// One Node exists per live inode (go-fuse merges hard links by inode
+// number), so the write session below is per file, not per name.
+type Node struct {
+	gofs.LoopbackNode
+	fsys *FS
+
+	mu sync.Mutex
+	// cached and passed count the open handles of this inode in the
+	// kernel's cached I/O mode and in passthrough mode. The kernel
+	// refuses to mix the two on one inode (ETXTBSY or EINVAL), so at
+	// most one of them is non-zero: see ioMode.
+	cached, passed int
+	writers        int      // open writable handles, of either mode
+	sess           *session // set while writers > 0 or a change is pending
+}
+
+// livePath returns the absolute path of n in the live directory. For a
+// node that lost its name (unlinked or renamed over while the kernel
+// still knows it) it returns a path under the reserved .snapshots name,
+// which never exists in the live directory, so that path operations fail
+// with ENOENT instead of acting on the root.
+func (n *Node) livePath() string {
+	rel := n.relPath()
+	if rel == "" && !n.isRoot() {
+		return filepath.Join(n.fsys.live, SnapshotsName, "unlinked")
+	}
+	return filepath.Join(n.fsys.live, rel)
+}
+
+// relPath returns n's live-tree relative path, or "" if n has no name
+// any more (unlinked while open).
+func (n *Node) relPath() string {
+	if _, parent := n.Parent(); parent == nil && !n.IsRoot() {
+		return ""
+	}
+	return n.Path(nil)
+}
+
+// isRoot reports whether n is the root of the mount.
+func (n *Node) isRoot() bool { return n == n.fsys.root }
+
+// childPath returns the live path of name in directory n.
+func (n *Node) childPath(name string) string {
+	return filepath.Join(n.livePath(), name)
+}
+
+// reserved reports whether name in directory n is a name users may not
+// create or remove.
+func (n *Node) reserved(name string) bool {
+	return n.isRoot() && name == SnapshotsName
+}
+
+// readID returns the FileID stored on the live file at path, or the
+// zero FileID.
+func readID(path string) FileID {
+	var id FileID
+	if sz, err := unix.Lgetxattr(path, XattrID, id[:]); err != nil || sz != len(id) {
+		return FileID{}
+	}
+	return id
+}
+
+// fdID returns the FileID of the open live file fd, assigning a fresh one
+// if it has none.
+func fdID(fd int) FileID {
+	var id FileID
+	if sz, err := unix.Fgetxattr(fd, XattrID, id[:]); err == nil && sz == len(id) {
+		return id
+	}
+	id = NewFileID()
+	if err := unix.Fsetxattr(fd, XattrID, id[:], 0); err != nil {
+		return FileID{} // the live filesystem keeps no user xattrs
+	}
+	return id
+}
+
+// isRegular reports whether the live path names a regular file.
+func isRegular(path string) (bool, uint32) {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(path, &st); err != nil {
+		return false, 0
+	}
+	return st.Mode&syscall.S_IFMT == syscall.S_IFREG, uint32(st.Nlink)
+}

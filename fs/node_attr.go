@@ -1,0 +1,119 @@
+package fs
+
+import (
+	"context"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// Setattr changes attributes. A size change through an open handle is
+// the handle's business; a truncate(2) by path is a content change of
+// its own, reported at once unless a writer is open (then it joins that
+// writer's session).
+func (n *Node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	sz, hasSize := in.GetSize()
+	if _, isHandle := f.(fdHolder); isHandle || !hasSize {
+		return n.LoopbackNode.Setattr(ctx, f, in, out)
+	}
+	var before syscall.Stat_t
+	if err := syscall.Lstat(n.livePath(), &before); err != nil {
+		return n.fsys.errno("setattr", err)
+	}
+	if errno := n.LoopbackNode.Setattr(ctx, f, in, out); errno != 0 {
+		return errno
+	}
+	n.truncatedByPath(before.Size, int64(sz))
+	return 0
+}
+
+// truncatedByPath notes a truncate(2) from size old to size.
+func (n *Node) truncatedByPath(old, size int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.sess != nil {
+		n.sess.truncated(size)
+		return
+	}
+	if old == size {
+		return
+	}
+	p := n.livePath()
+	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		n.fsys.log.Warn("truncate: cannot open the live file to report it", "path", p, "err", err)
+		return
+	}
+	defer syscall.Close(fd)
+	s := newSession(fd, false)
+	s.kept, s.changed = min(old, size), true
+	n.fsys.rec.Changed(s.report(fd, n.relPath(), false))
+}
+
+// Getxattr hides deltafs's own attributes.
+func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if isOurXattr(attr) {
+		return 0, syscall.ENODATA
+	}
+	return n.LoopbackNode.Getxattr(ctx, attr, dest)
+}
+
+// Setxattr refuses deltafs's own attributes.
+func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	if isOurXattr(attr) {
+		return syscall.EPERM
+	}
+	return n.LoopbackNode.Setxattr(ctx, attr, data, flags)
+}
+
+// Removexattr refuses deltafs's own attributes.
+func (n *Node) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	if isOurXattr(attr) {
+		return syscall.EPERM
+	}
+	return n.LoopbackNode.Removexattr(ctx, attr)
+}
+
+// Listxattr lists the live file's attributes but deltafs's own.
+func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	p := n.livePath()
+	sz, err := unix.Llistxattr(p, nil)
+	if err != nil {
+		return 0, n.fsys.errno("listxattr", err)
+	}
+	buf := make([]byte, sz)
+	if sz, err = unix.Llistxattr(p, buf); err != nil {
+		return 0, n.fsys.errno("listxattr", err)
+	}
+	list := filterXattrs(buf[:sz])
+	if len(dest) == 0 {
+		return uint32(len(list)), 0
+	}
+	if len(dest) < len(list) {
+		return 0, syscall.ERANGE
+	}
+	return uint32(copy(dest, list)), 0
+}
+
+// filterXattrs drops deltafs's names from a NUL-separated list.
+func filterXattrs(list []byte) []byte {
+	out := list[:0:0]
+	for len(list) > 0 {
+		i := 0
+		for i < len(list) && list[i] != 0 {
+			i++
+		}
+		name := list[:i]
+		list = list[min(i+1, len(list)):]
+		if !isOurXattr(string(name)) {
+			out = append(append(out, name...), 0)
+		}
+	}
+	return out
+}
+
+func isOurXattr(name string) bool {
+	return len(name) >= len(xattrPrefix) && name[:len(xattrPrefix)] == xattrPrefix
+}

@@ -1,0 +1,121 @@
+package fs
+
+import (
+	"context"
+	"path"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// childRel returns the live-tree relative path of name in directory n.
+func (n *Node) childRel(name string) string {
+	return path.Join(n.Path(nil), name)
+}
+
+func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if n.reserved(name) {
+		return nil, syscall.EEXIST
+	}
+	return n.LoopbackNode.Mkdir(ctx, name, mode, out)
+}
+
+func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if n.reserved(name) {
+		return nil, syscall.EEXIST
+	}
+	return n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+}
+
+func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if n.reserved(name) {
+		return nil, syscall.EEXIST
+	}
+	return n.LoopbackNode.Symlink(ctx, target, name, out)
+}
+
+func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if n.reserved(name) {
+		return syscall.EPERM
+	}
+	if errno := n.LoopbackNode.Rmdir(ctx, name); errno != 0 {
+		return errno
+	}
+	n.fsys.rec.Removed(Remove{Path: n.childRel(name), Dir: true})
+	return 0
+}
+
+func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
+	if n.reserved(name) {
+		return syscall.EPERM
+	}
+	p := n.childPath(name)
+	reg, nlink := isRegular(p)
+	var id FileID
+	if reg {
+		id = readID(p)
+	}
+	if errno := n.LoopbackNode.Unlink(ctx, name); errno != 0 {
+		return errno
+	}
+	if reg {
+		nlink--
+	}
+	n.fsys.rec.Removed(Remove{Path: n.childRel(name), ID: id, Nlink: nlink})
+	return 0
+}
+
+func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if n.reserved(name) {
+		return nil, syscall.EEXIST
+	}
+	t, ok := target.(*Node)
+	if !ok {
+		return nil, syscall.EXDEV
+	}
+	ch, errno := n.LoopbackNode.Link(ctx, target, name, out)
+	if errno != 0 {
+		return nil, errno
+	}
+	n.fsys.rec.Linked(Link{Path: n.childRel(name), Target: t.relPath(), ID: readID(t.livePath())})
+	return ch, 0
+}
+
+// Rename renames in the live tree and reports it. RENAME_NOREPLACE and
+// RENAME_EXCHANGE pass through to renameat2(2).
+func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	np, ok := newParent.(*Node)
+	if !ok {
+		return syscall.EXDEV
+	}
+	if n.reserved(name) || np.reserved(newName) {
+		return syscall.EPERM
+	}
+	ev := n.renameEvent(name, np, newName, flags)
+	if errno := n.LoopbackNode.Rename(ctx, name, newParent, newName, flags); errno != 0 {
+		return errno
+	}
+	n.fsys.rec.Renamed(ev)
+	return 0
+}
+
+// renameEvent describes a rename about to happen.
+func (n *Node) renameEvent(name string, np *Node, newName string, flags uint32) Rename {
+	from, to := n.childPath(name), np.childPath(newName)
+	ev := Rename{From: n.childRel(name), To: np.childRel(newName), Exchange: flags&renameExchange != 0}
+	var st syscall.Stat_t
+	if syscall.Lstat(from, &st) == nil {
+		ev.Dir = st.Mode&syscall.S_IFMT == syscall.S_IFDIR
+		if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
+			ev.ID = readID(from)
+		}
+	}
+	if reg, _ := isRegular(to); reg {
+		ev.Replaced = readID(to)
+	}
+	return ev
+}
+
+// renameExchange is RENAME_EXCHANGE of renameat2(2).
+const renameExchange = 1 << 1

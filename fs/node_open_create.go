@@ -1,0 +1,187 @@
+package fs
+
+import (
+	"context"
+	"os"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Open opens the live file. See ioMode for which kind of handle it gets.
+func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC // the kernel sends offsets
+	rel := n.relPath()
+	if rel == "" {
+		// Unlinked or renamed over since the kernel looked it up: its
+		// name now belongs to another file (or none).
+		return nil, 0, syscall.ENOENT
+	}
+	p := n.livePath()
+	truncFrom := int64(-1)
+	if flags&syscall.O_TRUNC != 0 && isWritable(flags) {
+		var st syscall.Stat_t
+		if syscall.Lstat(p, &st) == nil {
+			truncFrom = st.Size
+		}
+	}
+	fd, err := n.fsys.openLive(rel, int(flags), 0)
+	if err != nil {
+		return nil, 0, n.fsys.errno("open", err)
+	}
+	return n.openHandle(fd, flags, false, truncFrom), 0, 0
+}
+
+// Create creates and opens a live file.
+func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	if n.reserved(name) {
+		return nil, nil, 0, syscall.EEXIST
+	}
+	flags &^= syscall.O_APPEND
+	fd, err := n.fsys.openLive(n.childRel(name), int(flags)|syscall.O_CREAT, mode)
+	if err != nil {
+		return nil, nil, 0, n.fsys.errno("create", err)
+	}
+	chownToCaller(ctx, fd)
+	st, attr, err := n.fsys.fstatStable(fd)
+	if err != nil {
+		syscall.Close(fd)
+		return nil, nil, 0, n.fsys.errno("create", err)
+	}
+	out.FromStat(&st)
+	ch := n.NewInode(ctx, n.fsys.newNode(nil, nil, "", &st), attr)
+	child := ch.Operations().(*Node)
+	return ch, child.openHandle(fd, flags, true, -1), 0, 0
+}
+
+// Tmpfile (O_TMPFILE) is not offered: a nameless file could be linked
+// into the tree later by a descriptor the live tree never saw opened.
+// Programs fall back to a named temporary file.
+func (n *Node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EOPNOTSUPP
+}
+
+// chownToCaller gives a new file to the calling user when the server
+// runs as root (as the kernel would for a local file).
+func chownToCaller(ctx context.Context, fd int) {
+	if os.Getuid() != 0 {
+		return
+	}
+	if caller, ok := fuse.FromContext(ctx); ok {
+		_ = syscall.Fchown(fd, int(caller.Uid), int(caller.Gid))
+	}
+}
+
+func isWritable(flags uint32) bool { return flags&syscall.O_ACCMODE != syscall.O_RDONLY }
+
+// ioMode decides, with n.mu held, whether a new handle uses passthrough.
+// The kernel refuses to mix cached and passthrough handles on one inode,
+// so:
+//   - a read-only open uses passthrough unless a cached handle is open;
+//   - a writable open uses the cached mode (we see its writes) unless a
+//     passthrough handle is open, in which case it must use passthrough
+//     too and its session becomes Whole (written ranges unknown).
+func (n *Node) ioMode(writable bool) (passthrough bool) {
+	if writable {
+		return n.passed > 0
+	}
+	return n.cached == 0 && n.fsys.passthrough.Load()
+}
+
+// openHandle wraps the opened live file fd in a handle of the right mode
+// and starts or joins the node's write session. truncFrom is the size
+// before an O_TRUNC open (-1 if none).
+func (n *Node) openHandle(fd int, flags uint32, created bool, truncFrom int64) gofs.FileHandle {
+	writable := isWritable(flags)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	pt := n.ioMode(writable)
+	if writable {
+		n.joinSession(fd, created, pt, truncFrom)
+	}
+	lf := gofs.NewLoopbackFileFromOS(osFile(fd, n.Path(nil)))
+	if pt {
+		n.passed++
+		return &passthroughHandle{LoopbackFile: lf, n: n, fd: fd, writable: writable}
+	}
+	n.cached++
+	return &handle{n: n, lf: lf, fd: fd, writable: writable}
+}
+
+// joinSession counts a new writer, with n.mu held.
+func (n *Node) joinSession(fd int, created, pt bool, truncFrom int64) {
+	n.writers++
+	if n.sess == nil {
+		n.sess = newSession(fd, created)
+	}
+	if truncFrom > 0 {
+		n.sess.truncated(0)
+	}
+	if pt {
+		n.sess.whole = true
+	}
+}
+
+// released is called by a handle before it closes fd.
+func (n *Node) released(fd int, passthrough, writable bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if passthrough {
+		n.passed--
+	} else {
+		n.cached--
+	}
+	if !writable {
+		return
+	}
+	n.writers--
+	if n.writers > 0 || n.sess == nil {
+		return
+	}
+	n.report(fd, false)
+	n.sess = nil
+}
+
+// fsynced reports the changes so far and starts the next session.
+func (n *Node) fsynced(fd int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.sess == nil {
+		return
+	}
+	n.report(fd, true)
+	n.sess.rebase(fd)
+	n.sess.whole = n.passed > 0
+}
+
+// report tells the Recorder about the session's change, if any, with
+// n.mu held (so one file's reports keep their order).
+func (n *Node) report(fd int, fsync bool) {
+	s := n.sess
+	if s.whole && s.movedOutside(fd) {
+		s.changed = true
+	}
+	if !s.changed {
+		return
+	}
+	n.fsys.rec.Changed(s.report(fd, n.relPath(), fsync))
+}
+
+// wrote notes a write through a handle of n.
+func (n *Node) wrote(off, cnt int64) {
+	n.mu.Lock()
+	if n.sess != nil {
+		n.sess.wrote(off, cnt)
+	}
+	n.mu.Unlock()
+}
+
+// truncatedOpen notes a truncation through an open handle.
+func (n *Node) truncatedOpen(size int64) {
+	n.mu.Lock()
+	if n.sess != nil {
+		n.sess.truncated(size)
+	}
+	n.mu.Unlock()
+}

@@ -1,0 +1,123 @@
+package fs
+
+import (
+	"context"
+	"sync"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// snapshotsIno is the inode number of .snapshots: far above the inode
+// numbers of the live filesystem and below go-fuse's automatic ones.
+const snapshotsIno = 1<<62 + 1
+
+// OnAdd gives the root its reserved .snapshots child.
+func (n *Node) OnAdd(ctx context.Context) {
+	if !n.isRoot() {
+		return
+	}
+	snap := n.NewPersistentInode(ctx, &snapshotsDir{}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: snapshotsIno})
+	n.AddChild(SnapshotsName, snap, false)
+}
+
+// Lookup finds a child; at the root, .snapshots is ours whatever the live
+// directory holds.
+func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if n.reserved(name) {
+		snap := n.GetChild(SnapshotsName)
+		snap.Operations().(*snapshotsDir).fill(&out.Attr)
+		return snap, 0
+	}
+	return n.LoopbackNode.Lookup(ctx, name, out)
+}
+
+// OpendirHandle lists a directory; the root's listing hides any live
+// .snapshots and shows the reserved one.
+func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if !n.isRoot() {
+		return n.LoopbackNode.OpendirHandle(ctx, flags)
+	}
+	ds, errno := gofs.NewLoopbackDirStream(n.livePath())
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	defer ds.Close()
+	var ents []fuse.DirEntry
+	for ds.HasNext() {
+		e, errno := ds.Next()
+		if errno != 0 {
+			return nil, 0, errno
+		}
+		if e.Name != SnapshotsName {
+			ents = append(ents, e)
+		}
+	}
+	ents = append(ents, fuse.DirEntry{Name: SnapshotsName, Mode: syscall.S_IFDIR, Ino: snapshotsIno})
+	return &listDir{ents: ents}, 0, 0
+}
+
+// listDir is a directory handle over a fixed listing.
+type listDir struct {
+	mu   sync.Mutex
+	ents []fuse.DirEntry
+	i    int
+}
+
+func (d *listDir) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.i >= len(d.ents) {
+		return nil, 0
+	}
+	e := d.ents[d.i]
+	d.i++
+	e.Off = uint64(d.i)
+	return &e, 0
+}
+
+func (d *listDir) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.i = int(min(off, uint64(len(d.ents))))
+	return 0
+}
+
+// snapshotsDir is the reserved .snapshots directory. Snapshots themselves
+// come later; for now it is an empty directory that refuses entries.
+type snapshotsDir struct {
+	gofs.Inode
+}
+
+func (s *snapshotsDir) fill(a *fuse.Attr) {
+	a.Mode = syscall.S_IFDIR | 0o755
+	a.Nlink = 2
+	a.Ino = snapshotsIno
+}
+
+func (s *snapshotsDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	s.fill(&out.Attr)
+	return 0
+}
+
+func (s *snapshotsDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	return gofs.NewListDirStream(nil), 0
+}
+
+func (s *snapshotsDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.ENOENT
+}
+
+// Mkdir will take a snapshot; until snapshots exist it is refused.
+func (s *snapshotsDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.EOPNOTSUPP
+}
+
+func (s *snapshotsDir) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EROFS
+}
+
+func (s *snapshotsDir) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return syscall.EROFS
+}

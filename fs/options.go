@@ -1,0 +1,39 @@
+package fs
+
+import (
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// cacheTimeout is how long the kernel may cache entries and attributes.
+// Only this server changes the live directory while it is mounted, and it
+// tells the kernel about every change it makes, so a cache that outlives
+// a change would need another process writing into live/ behind the
+// mount's back; one second (go-fuse's default) bounds the damage then.
+const cacheTimeout = time.Second
+
+// maxWrite is the largest WRITE request: 1 MiB instead of the kernel's
+// default 128 KiB cuts the number of requests of a large sequential write
+// eightfold.
+const maxWrite = 1 << 20
+
+// Options returns the go-fuse options the live tree is meant to be
+// mounted with; a caller adds mount-level choices (AllowOther, read-only,
+// DirectMount).
+func Options() *gofs.Options {
+	t := cacheTimeout
+	return &gofs.Options{
+		MountOptions: fuse.MountOptions{
+			FsName:      "deltafs",
+			Name:        "deltafs",
+			EnableLocks: true,
+			MaxWrite:    maxWrite,
+		},
+		EntryTimeout:    &t,
+		AttrTimeout:     &t,
+		NegativeTimeout: &t,
+		NullPermissions: true,
+	}
+}

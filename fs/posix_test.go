@@ -1,0 +1,32 @@
+package fs_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/hanwen/go-fuse/v2/posixtest"
+)
+
+// posixExcluded lists the posixtest cases not run, each with its reason.
+var posixExcluded = map[string]string{
+	"Tmpfile": "O_TMPFILE is refused on purpose (EOPNOTSUPP): a nameless file could be linked in later by a descriptor the live tree never saw opened",
+}
+
+// TestPosix runs go-fuse's POSIX battery against a mounted live tree.
+func TestPosix(t *testing.T) {
+	for name, fn := range posixtest.All {
+		t.Run(name, func(t *testing.T) {
+			if why, ok := posixExcluded[name]; ok {
+				t.Skip(why)
+			}
+			m := mountLive(t)
+			// A subdirectory: the root lists .snapshots, which the
+			// directory tests do not expect.
+			dir := m.path("posix")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			fn(t, dir)
+		})
+	}
+}

@@ -1,0 +1,129 @@
+package fs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+)
+
+// FileID identifies a file of the live tree for the whole of its life:
+// it survives renames, hard links share it, and it survives remounts. It
+// is kept in the extended attribute XattrID of the live file (which the
+// mount hides from users), so it travels with the inode and needs no
+// table to keep in step with the live directory. The zero FileID means
+// "unknown" (the live filesystem does not store user xattrs).
+type FileID [16]byte
+
+// XattrID is the extended attribute of a live file holding its FileID.
+const XattrID = "user.deltafs.id"
+
+// xattrPrefix is the namespace of deltafs's own attributes, hidden from
+// and forbidden to users of the mount.
+const xattrPrefix = "user.deltafs."
+
+// NewFileID returns a fresh random FileID.
+func NewFileID() FileID {
+	var id FileID
+	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails on Linux
+	return id
+}
+
+// IsZero reports whether id is the unknown FileID.
+func (id FileID) IsZero() bool { return id == FileID{} }
+
+func (id FileID) String() string { return hex.EncodeToString(id[:]) }
+
+// Range is a half-open byte range [Off, Off+Len) of a file.
+type Range struct {
+	Off, Len int64
+}
+
+// End returns the first offset after r.
+func (r Range) End() int64 { return r.Off + r.Len }
+
+// Change reports that the content of a regular file changed. Its bytes
+// are in the live file; a recorder reads them from there.
+//
+// The new content relates to the content the recorder last recorded for
+// ID (the previous revision) like this: byte i, for i < Size, equals
+// byte i of the previous revision when i < Kept and i is in no Dirty
+// range; every other byte must be read from the live file. So a
+// recorder builds a delta from Dirty alone, at a cost that follows the
+// bytes written, unless Whole is set (ranges unknown: treat as a
+// rewrite and diff, or store a fulltext).
+type Change struct {
+	Path string // live-tree relative, slash-separated, at the time of the report
+	ID   FileID
+	Ino  uint64 // inode number of the live file
+
+	Dirty []Range // written ranges, sorted, disjoint, not adjacent, clipped to Size
+	Kept  int64   // prefix of the previous revision that may survive (see above)
+	Size  int64   // size of the live file at the report
+	Whole bool    // the written ranges are unknown
+	New   bool    // the file was created in this session: there is no previous revision
+
+	// Sources lists files this one copied ranges from (copy_file_range),
+	// which a recorder may take as extra parents.
+	Sources []FileRef
+
+	// Fsync is set when the report comes from fsync rather than the
+	// last close of a writable handle.
+	Fsync bool
+}
+
+// FileRef names a file by identity and its path at the time.
+type FileRef struct {
+	Path string
+	ID   FileID
+}
+
+// Rename reports a successful rename in the live tree.
+type Rename struct {
+	From, To string
+	ID       FileID // the file moved (zero for directories and symlinks)
+	Replaced FileID // the regular file that To named before, if any
+	Exchange bool   // RENAME_EXCHANGE: From now names what To named
+	Dir      bool   // a directory moved: every path under From moved too
+}
+
+// Remove reports that a name was removed from the live tree.
+type Remove struct {
+	Path  string
+	ID    FileID // zero unless a regular file
+	Dir   bool
+	Nlink uint32 // links left to the inode (regular files; 0: gone)
+}
+
+// Link reports a new hard link Path to the file that Target names.
+type Link struct {
+	Path, Target string
+	ID           FileID
+}
+
+// Recorder receives what the live tree did, so that history can be
+// recorded. fs calls it after the operation succeeded on the live
+// directory, from the FUSE request goroutine: every method but Sync must
+// return quickly (queue, do not record inline), and must not call back
+// into the mount. Events of one file arrive in the order they happened.
+type Recorder interface {
+	// Changed is called when the last writable handle of a file closes
+	// after its content changed, when a file is truncated by path, and
+	// on fsync of a changed file.
+	Changed(c Change)
+	Renamed(r Rename)
+	Removed(r Remove)
+	Linked(l Link)
+	// Sync returns when everything reported so far is recorded, or ctx
+	// ends.
+	Sync(ctx context.Context) error
+}
+
+// NopRecorder records nothing. It serves a mount that keeps no history
+// (and the posix tests of the live tree alone).
+type NopRecorder struct{}
+
+func (NopRecorder) Changed(Change)             {}
+func (NopRecorder) Renamed(Rename)             {}
+func (NopRecorder) Removed(Remove)             {}
+func (NopRecorder) Linked(Link)                {}
+func (NopRecorder) Sync(context.Context) error { return nil }

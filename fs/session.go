@@ -1,0 +1,84 @@
+package fs
+
+import "syscall"
+
+// session is what the live tree knows about the unrecorded changes of
+// one file: it starts at the first writable open and ends with a report
+// to the Recorder at the last writable close (or at fsync, which starts
+// the next one at once).
+type session struct {
+	id      FileID
+	ino     uint64
+	dirty   rangeSet
+	kept    int64 // see Change.Kept
+	whole   bool  // a passthrough writer was open: ranges unknown
+	created bool
+	changed bool
+	sources []FileRef
+
+	// baseline is the size and mtime when the session (re)started; a
+	// passthrough writer changed the file if they moved.
+	baseSize  int64
+	baseMtime syscall.Timespec
+}
+
+// newSession starts a session on the open live file fd.
+func newSession(fd int, created bool) *session {
+	s := &session{id: fdID(fd), created: created, changed: created}
+	s.rebase(fd)
+	return s
+}
+
+// rebase makes the current state of fd the session's starting point.
+func (s *session) rebase(fd int) {
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) == nil {
+		s.ino, s.baseSize, s.baseMtime = st.Ino, st.Size, st.Mtim
+	}
+	s.kept = s.baseSize
+	s.dirty = rangeSet{}
+	s.whole, s.created, s.changed, s.sources = false, false, false, nil
+}
+
+// wrote notes a write of n bytes at off.
+func (s *session) wrote(off, n int64) {
+	s.dirty.add(off, n)
+	s.changed = true
+}
+
+// truncated notes that the file was cut or extended to size.
+func (s *session) truncated(size int64) {
+	s.kept = min(s.kept, size)
+	s.dirty.clip(size)
+	s.changed = true
+}
+
+// movedOutside reports whether fd changed since the baseline by writes
+// the session did not see (a passthrough writer).
+func (s *session) movedOutside(fd int) bool {
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) != nil {
+		return true
+	}
+	return st.Size != s.baseSize || st.Mtim != s.baseMtime
+}
+
+// report returns the Change for the session's state, with the file's
+// size read from fd.
+func (s *session) report(fd int, path string, fsync bool) Change {
+	var st syscall.Stat_t
+	size := s.baseSize
+	if syscall.Fstat(fd, &st) == nil {
+		size = st.Size
+	}
+	s.dirty.clip(size)
+	c := Change{
+		Path: path, ID: s.id, Ino: s.ino,
+		Dirty: s.dirty.ranges(), Kept: min(s.kept, size), Size: size,
+		Whole: s.whole, New: s.created, Sources: s.sources, Fsync: fsync,
+	}
+	if c.New {
+		c.Kept = 0
+	}
+	return c
+}
