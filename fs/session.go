@@ -24,8 +24,9 @@ type session struct {
 
 // newSession starts a session on the open live file fd.
 func newSession(fd int, created bool) *session {
-	s := &session{id: fdID(fd), created: created, changed: created}
+	s := &session{id: fdID(fd)}
 	s.rebase(fd)
+	s.created, s.changed = created, created
 	return s
 }
 
