@@ -23,8 +23,21 @@
 //
 // Concurrency: any number of readers and writers may call the Store at once.
 // Writers are serialised while they choose bases and append records; their
-// fsyncs and index commits are batched (group commit) so many small puts
-// share one fsync.
+// fsyncs and index commits are batched (group commit: the first waiter
+// becomes the leader and commits everything appended so far) so many small
+// puts share one fsync. A failed commit leaves the store refusing writes.
+//
+// Costs: a put deltas against its parents' fulltexts; the newest fulltext
+// of recently written files is kept (Config.LatestBytes), so revision n+1
+// deltas against n without a rebuild, and delta.Encode's head/tail trimming
+// and local resynchronisation make the cost follow the size of the change
+// (an eager delta.Index over the whole base would cost a pass over the file
+// per revision instead, so none is kept). A read holds the chain's stored
+// records (at most MaxReadRatio x the text), two text buffers and the result;
+// rebuilt texts go to a byte-bounded cache (Config.CacheBytes).
+//
+// Locking: Open takes an exclusive flock on dir/LOCK for writers and
+// read-only opens alike (repack, verify and the mount never share a store).
 //
 // objstore never interprets file contents and knows nothing of paths,
 // directories or the mount; it imports index and delta only.
