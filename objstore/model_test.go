@@ -162,4 +162,3 @@ func (m *storeModel) check(t *rapid.T) {
 		}
 	}
 }
-
