@@ -21,7 +21,13 @@ type events struct {
 	links   []fs.Link
 }
 
-func (e *events) Changed(c fs.Change) { e.mu.Lock(); e.changes = append(e.changes, c); e.mu.Unlock() }
+func (e *events) Changed(c fs.Change) {
+	c.Close()
+	c.Content = nil
+	e.mu.Lock()
+	e.changes = append(e.changes, c)
+	e.mu.Unlock()
+}
 func (e *events) Renamed(r fs.Rename) { e.mu.Lock(); e.renames = append(e.renames, r); e.mu.Unlock() }
 func (e *events) Removed(r fs.Remove) { e.mu.Lock(); e.removes = append(e.removes, r); e.mu.Unlock() }
 func (e *events) Linked(l fs.Link)    { e.mu.Lock(); e.links = append(e.links, l); e.mu.Unlock() }

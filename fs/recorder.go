@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"os"
 )
 
 // FileID identifies a file of the live tree for the whole of its life:
@@ -69,6 +70,19 @@ type Change struct {
 	// Fsync is set when the report comes from fsync rather than the
 	// last close of a writable handle.
 	Fsync bool
+
+	// Content is the live file opened read-only at the report, so that
+	// a recorder reads the right inode even after a rename or unlink.
+	// The recorder owns it and must close it. It is nil if reopening
+	// failed.
+	Content *os.File
+}
+
+// Close closes c.Content, if any.
+func (c Change) Close() {
+	if c.Content != nil {
+		_ = c.Content.Close()
+	}
 }
 
 // FileRef names a file by identity and its path at the time.
@@ -122,7 +136,7 @@ type Recorder interface {
 // (and the posix tests of the live tree alone).
 type NopRecorder struct{}
 
-func (NopRecorder) Changed(Change)             {}
+func (NopRecorder) Changed(c Change)           { c.Close() }
 func (NopRecorder) Renamed(Rename)             {}
 func (NopRecorder) Removed(Remove)             {}
 func (NopRecorder) Linked(Link)                {}

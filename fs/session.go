@@ -1,6 +1,10 @@
 package fs
 
-import "syscall"
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
 
 // session is what the live tree knows about the unrecorded changes of
 // one file: it starts at the first writable open and ends with a report
@@ -81,5 +85,17 @@ func (s *session) report(fd int, path string, fsync bool) Change {
 	if c.New {
 		c.Kept = 0
 	}
+	c.Content = reopen(fd)
 	return c
+}
+
+// reopen opens the file behind fd again, read-only, through its
+// /proc/self/fd link: it reaches the same inode whatever happens to its
+// name (and a writer's descriptor may be write-only).
+func reopen(fd int) *os.File {
+	f, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", fd))
+	if err != nil {
+		return nil
+	}
+	return f
 }

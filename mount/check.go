@@ -1,0 +1,106 @@
+package mount
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// fuseDevice is the kernel's FUSE device.
+const fuseDevice = "/dev/fuse"
+
+// checkMountPoint checks that mnt is an existing, empty directory the
+// caller may mount on, and that it and store do not contain one another.
+// It returns both paths absolute with symlinks resolved (the store's
+// missing tail kept as given).
+func checkMountPoint(mnt, store string) (string, string, error) {
+	absMnt, err := filepath.Abs(mnt)
+	if err == nil {
+		absMnt, err = filepath.EvalSymlinks(absMnt)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("mount point %s: %w: %w", mnt, ErrMountPoint, err)
+	}
+	if err := checkEmptyDir(absMnt); err != nil {
+		return "", "", err
+	}
+	if os.Geteuid() != 0 && unix.Access(absMnt, unix.W_OK) != nil {
+		return "", "", fmt.Errorf("mount point %s: %w", absMnt, os.ErrPermission)
+	}
+	absStore, err := resolvePartial(store)
+	if err != nil {
+		return "", "", fmt.Errorf("store %s: %w", store, err)
+	}
+	if within(absStore, absMnt) || within(absMnt, absStore) {
+		return "", "", fmt.Errorf("%w: store %s, mount point %s", ErrOverlap, absStore, absMnt)
+	}
+	return absMnt, absStore, nil
+}
+
+// checkEmptyDir checks that dir is a directory with no entries.
+func checkEmptyDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("mount point %s: %w: %w", dir, ErrMountPoint, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("mount point %s: %w: %w", dir, ErrMountPoint, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("mount point %s: %w: not a directory", dir, ErrMountPoint)
+	}
+	if _, err := f.Readdirnames(1); !errors.Is(err, io.EOF) {
+		if err == nil {
+			return fmt.Errorf("mount point %s: %w: not empty (or already mounted)", dir, ErrMountPoint)
+		}
+		return fmt.Errorf("mount point %s: %w: %w", dir, ErrMountPoint, err)
+	}
+	return nil
+}
+
+// resolvePartial makes p absolute and resolves symlinks in its longest
+// existing prefix (a new store does not exist yet).
+func resolvePartial(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	var tail []string
+	for cur := abs; ; cur = filepath.Dir(cur) {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(append([]string{r}, tail...)...), nil
+		}
+		if cur == filepath.Dir(cur) {
+			return abs, nil
+		}
+		tail = append([]string{filepath.Base(cur)}, tail...)
+	}
+}
+
+// within reports whether p is dir or lies below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+}
+
+// checkFUSE checks that a mount can be attempted at all.
+func checkFUSE() error {
+	f, err := os.OpenFile(fuseDevice, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNoFUSE, err)
+	}
+	f.Close()
+	if os.Geteuid() != 0 {
+		if _, err := exec.LookPath("fusermount3"); err != nil {
+			return fmt.Errorf("%w: not root and no fusermount3 (Debian package fuse3)", ErrNoFUSE)
+		}
+	}
+	return nil
+}

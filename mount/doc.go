@@ -1,0 +1,40 @@
+// Package mount owns the life of a deltafs mount: checking the mount
+// point, opening (or creating) and locking the store, mounting the live
+// tree of package fs, and shutting down in order; and the Recorder that
+// turns what the live tree reports into revisions in the store.
+//
+// Lifecycle (Run): check the mount point (exists, is an empty directory,
+// does not overlap the store either way) and /dev/fuse, before anything
+// is created -> open the store with objstore.Open, which takes the store
+// lock (a second mount of the same store fails with an error naming the
+// holder) and creates the store when new -> create STORE/live -> mount
+// (mount(2) directly when root, fusermount3 otherwise; AllowOther adds
+// default_permissions so that the kernel checks permissions; ReadOnly
+// mounts "ro") -> Ready -> wait for the context (SIGINT/SIGTERM in the
+// CLI) or an outside unmount -> unmount, lazily detaching a busy mount ->
+// wait for the server to stop, so that every close has been reported ->
+// record everything pending -> close the live tree and the store, which
+// releases the lock; the whole shutdown has a deadline. It stays in the
+// foreground.
+//
+// Store layout added by this package: live/ (current content of every
+// file, served by fs) and live.ids (the map from the live tree's FileIDs
+// to the store's, see storesink.go).
+//
+// Recording: fs reports a Change when the last writable handle of a file
+// closes (or on fsync); the Recorder queues it and one background
+// goroutine hands it to a Sink, so close never waits. The store sink
+// reads the live file through the descriptor the Change carries and
+// Puts it (the store chooses the delta base: the file's previous
+// revision, a copy source as second parent and hint). fsync reports of
+// one file are coalesced to at most one revision per FsyncInterval, and
+// a new file's first revision is held briefly so that an editor's
+// atomic save (write a temp file, rename it over the original) continues
+// the original's history as a small delta. Sync, and so unmount, waits
+// for all of it.
+//
+// Not yet: the Change's dirty ranges are not used to build the delta
+// from the ranges alone (the store diffs the fulltext against the
+// previous revision), and an interrupted recording is not redone from
+// the live file at the next mount.
+package mount

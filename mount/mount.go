@@ -1,0 +1,209 @@
+package mount
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/objstore"
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Defaults of Config.
+const (
+	// DefaultFsyncInterval: a database fsyncing hundreds of times a
+	// second records one revision a second, not hundreds.
+	DefaultFsyncInterval = time.Second
+	// DefaultShutdownTimeout bounds unmounting and recording what is
+	// pending after SIGINT/SIGTERM.
+	DefaultShutdownTimeout = 60 * time.Second
+)
+
+// liveDir is the store's directory of current file contents.
+const liveDir = "live"
+
+// Config describes one mount.
+type Config struct {
+	Store, MountPoint string
+	AllowOther        bool // let other users in; the kernel then checks permissions
+	ReadOnly          bool
+	FsyncInterval     time.Duration // 0: DefaultFsyncInterval
+	ShutdownTimeout   time.Duration // 0: DefaultShutdownTimeout
+	Debug             bool          // go-fuse's request log on stderr
+	Logger            *slog.Logger  // nil discards
+	// Ready is called once the mount serves requests, with whether the
+	// store was created by this mount.
+	Ready func(m *Mounted)
+}
+
+// Mounted describes a running mount, for the readiness line.
+type Mounted struct {
+	Store, MountPoint string
+	Created           bool
+}
+
+// Run checks the mount point, opens (or creates) and locks the store,
+// mounts the live tree, calls cfg.Ready, and serves until ctx ends (then
+// it unmounts) or someone else unmounts it; then it records what is
+// pending and closes the store. Nothing is created when a check fails.
+func Run(ctx context.Context, cfg Config) error {
+	cfg = withDefaults(cfg)
+	mnt, store, err := checkMountPoint(cfg.MountPoint, cfg.Store)
+	if err != nil {
+		return err
+	}
+	if err := checkFUSE(); err != nil {
+		return err
+	}
+	created := !exists(filepath.Join(store, "FORMAT"))
+	m, err := open(store, mnt, cfg)
+	if err != nil {
+		return err
+	}
+	if err := m.mount(mnt, cfg); err != nil {
+		err = errors.Join(err, m.close(context.Background()))
+		if created {
+			_ = os.RemoveAll(store) // leave nothing behind of a failed first mount
+		}
+		return err
+	}
+	if cfg.Ready != nil {
+		cfg.Ready(&Mounted{Store: store, MountPoint: mnt, Created: created})
+	}
+	return m.serve(ctx, cfg.ShutdownTimeout)
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.FsyncInterval <= 0 {
+		cfg.FsyncInterval = DefaultFsyncInterval
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return cfg
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// running is an open store with its live tree, mounted or not.
+type running struct {
+	st     *objstore.Store
+	sink   *storeSink
+	rec    *Recorder
+	fsys   *fs.FS
+	server *fuse.Server
+	mnt    string
+}
+
+// open opens the store and builds the live tree over it.
+func open(store, mnt string, cfg Config) (*running, error) {
+	st, err := objstore.Open(store, objstore.Config{Create: !cfg.ReadOnly, ReadOnly: cfg.ReadOnly, Holder: "mounted on " + mnt, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	m := &running{st: st, mnt: mnt}
+	live := filepath.Join(store, liveDir)
+	if err := os.Mkdir(live, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, errors.Join(fmt.Errorf("create %s: %w", live, err), st.Close())
+	}
+	if m.sink, err = openStoreSink(st, filepath.Join(store, idsFile), cfg.Logger); err != nil {
+		return nil, errors.Join(err, st.Close())
+	}
+	m.rec = NewRecorder(m.sink, cfg.FsyncInterval, cfg.Logger)
+	m.fsys, err = fs.New(fs.Config{LiveDir: live, Recorder: m.rec, Logger: cfg.Logger, Passthrough: os.Geteuid() == 0})
+	if err != nil {
+		return nil, errors.Join(err, m.close(context.Background()))
+	}
+	return m, nil
+}
+
+// mount mounts the live tree on mnt and waits until it serves.
+func (m *running) mount(mnt string, cfg Config) error {
+	opts := fs.Options()
+	opts.Debug = cfg.Debug
+	opts.AllowOther = cfg.AllowOther
+	if cfg.AllowOther {
+		opts.Options = append(opts.Options, "default_permissions")
+	}
+	if cfg.ReadOnly {
+		opts.Options = append(opts.Options, "ro")
+	}
+	opts.DirectMount = os.Geteuid() == 0 // fusermount3 otherwise
+	opts.Logger = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
+	server, err := gofs.Mount(mnt, m.fsys.Root(), opts)
+	if err != nil {
+		return fmt.Errorf("mount on %s: %w", mnt, err)
+	}
+	m.server = server
+	if server.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH == 0 {
+		m.fsys.DisablePassthrough()
+	}
+	return nil
+}
+
+// serve waits for ctx or an outside unmount, then shuts down.
+func (m *running) serve(ctx context.Context, timeout time.Duration) error {
+	unmounted := make(chan struct{})
+	go func() { m.server.Wait(); close(unmounted) }()
+	select {
+	case <-ctx.Done():
+	case <-unmounted:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := m.unmount(sctx, unmounted)
+	return errors.Join(err, m.close(sctx))
+}
+
+// unmount unmounts (lazily if the mount is busy) and waits until the
+// server stopped, so that every release has been reported.
+func (m *running) unmount(ctx context.Context, unmounted <-chan struct{}) error {
+	select {
+	case <-unmounted:
+		return nil
+	default:
+	}
+	if err := m.server.Unmount(); err != nil {
+		if derr := syscall.Unmount(m.mnt, syscall.MNT_DETACH); derr != nil {
+			return fmt.Errorf("unmount %s: %w (lazy detach: %w)", m.mnt, err, derr)
+		}
+	}
+	select {
+	case <-unmounted:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %s still has open files", ErrShutdown, m.mnt)
+	}
+}
+
+// close records what is pending and closes everything, in order.
+func (m *running) close(ctx context.Context) error {
+	var errs []error
+	if m.rec != nil {
+		if err := m.rec.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%w: recording pending revisions: %w", ErrShutdown, err))
+		}
+	}
+	if m.fsys != nil {
+		errs = append(errs, m.fsys.Close())
+	}
+	if m.sink != nil {
+		errs = append(errs, m.sink.Close())
+	}
+	errs = append(errs, m.st.Close())
+	return errors.Join(errs...)
+}

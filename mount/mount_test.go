@@ -1,0 +1,190 @@
+package mount
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/internal/testutil"
+	"github.com/deltafs/deltafs/objstore"
+	"golang.org/x/sys/unix"
+)
+
+// live is a mount run in-process by a test.
+type live struct {
+	store, mnt string
+	cancel     context.CancelFunc
+	done       chan error
+}
+
+// start runs a mount in the background and waits until it is ready.
+func start(t *testing.T, store string) *live {
+	t.Helper()
+	testutil.RequireFUSE(t)
+	l := &live{store: store, mnt: t.TempDir(), done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	ready := make(chan *Mounted, 1)
+	go func() {
+		l.done <- Run(ctx, Config{Store: store, MountPoint: l.mnt, FsyncInterval: 50 * time.Millisecond,
+			Ready: func(m *Mounted) { ready <- m }})
+	}()
+	select {
+	case <-ready:
+	case err := <-l.done:
+		t.Fatalf("mount failed: %v", err)
+	}
+	t.Cleanup(func() { l.stop(t) })
+	return l
+}
+
+// stop unmounts and checks that Run ended cleanly.
+func (l *live) stop(t *testing.T) {
+	t.Helper()
+	if l.cancel == nil {
+		return
+	}
+	l.cancel()
+	l.cancel = nil
+	if err := <-l.done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	if testutil.Mounted(l.mnt) {
+		t.Errorf("%s still mounted", l.mnt)
+	}
+}
+
+// revisions returns the store's entries of every file, by file.
+func revisions(t *testing.T, store string) (*objstore.Store, map[index.FileID][]index.Entry) {
+	t.Helper()
+	st, err := objstore.Open(store, objstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	out := map[index.FileID][]index.Entry{}
+	for f := index.FileID(1); f < 100; f++ {
+		st.Revisions(context.Background(), f, func(e index.Entry) error {
+			out[f] = append(out[f], e)
+			return nil
+		})
+	}
+	return st, out
+}
+
+func TestRunRecordsAndUnmounts(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	data := testutil.Bytes(1, 100_000)
+	if err := os.WriteFile(filepath.Join(l.mnt, "a"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.stop(t)
+	st, revs := revisions(t, store)
+	if len(revs) != 1 || len(revs[1]) != 1 {
+		t.Fatalf("revisions %v, want one file with one revision", revs)
+	}
+	got, err := st.Get(context.Background(), revs[1][0].ID())
+	if err != nil || string(got) != string(data) {
+		t.Fatalf("stored revision differs (%d bytes, %v)", len(got), err)
+	}
+}
+
+func TestSecondMountFailsNamingHolder(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	err := Run(context.Background(), Config{Store: store, MountPoint: t.TempDir()})
+	if !errors.Is(err, objstore.ErrLocked) || !strings.Contains(err.Error(), l.mnt) {
+		t.Fatalf("second mount: %v; want ErrLocked naming %s", err, l.mnt)
+	}
+}
+
+func TestOutsideUnmountClosesCleanly(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	if err := os.WriteFile(filepath.Join(l.mnt, "a"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := unix.Unmount(l.mnt, 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-l.done:
+		if err != nil {
+			t.Fatalf("Run after an outside unmount: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after an outside unmount")
+	}
+	l.cancel()
+	l.cancel = nil
+	if _, revs := revisions(t, store); len(revs[1]) != 1 {
+		t.Fatalf("revisions %v", revs)
+	}
+}
+
+// TestHistoryFollowsUsers checks by the store's growth that an atomic
+// save continues the original's history as a small delta, and that a
+// copy names its source as second parent.
+func TestHistoryFollowsUsers(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	p := func(n string) string { return filepath.Join(l.mnt, n) }
+	orig := testutil.Bytes(2, 1<<20)
+	if err := os.WriteFile(p("notes"), orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	edited := append([]byte("an edit at the top\n"), orig...)
+	if err := os.WriteFile(p(".notes.tmp"), edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p(".notes.tmp"), p("notes")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p("notes"), p("renamed")); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, p("renamed"), p("copy"))
+	l.stop(t)
+	_, revs := revisions(t, store)
+	if len(revs) != 2 || len(revs[1]) != 2 || len(revs[2]) != 1 {
+		t.Fatalf("files and revisions %v; want notes with 2 revisions and the copy with 1", revs)
+	}
+	if second := revs[1][1]; second.Stored > 10_000 || second.P1 != revs[1][0].ID() {
+		t.Fatalf("atomic save stored %d bytes with p1 %v; want a small delta on %v", second.Stored, second.P1, revs[1][0].ID())
+	}
+	if c := revs[2][0]; c.P2 != revs[1][1].ID() || c.Stored > 10_000 {
+		t.Fatalf("copy: p2 %v, %d bytes stored; want p2 %v and a small record", c.P2, c.Stored, revs[1][1].ID())
+	}
+}
+
+// copyFile copies src to dst with copy_file_range, as cp does.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := in.Stat()
+	for done := int64(0); done < st.Size(); {
+		n, err := unix.CopyFileRange(int(in.Fd()), nil, int(out.Fd()), nil, int(st.Size()-done), 0)
+		if err != nil || n == 0 {
+			t.Fatalf("copy_file_range: %d, %v", n, err)
+		}
+		done += int64(n)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

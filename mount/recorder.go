@@ -1,0 +1,266 @@
+package mount
+
+import (
+	"context"
+	"encoding/binary"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/deltafs/deltafs/fs"
+)
+
+// Event is one thing the live tree reported, as handed to a Sink. Exactly
+// one of the pointers is set.
+type Event struct {
+	Change *fs.Change
+	Rename *fs.Rename
+	Remove *fs.Remove
+	Link   *fs.Link
+	// Continues is set on a Change of a new file that was then renamed
+	// over an existing file (an editor's atomic save): the change
+	// continues that file's history instead of starting its own.
+	Continues fs.FileID
+}
+
+// Sink records events, one at a time, in the order they happened. It
+// owns Change.Content and must close it.
+type Sink interface {
+	Record(ctx context.Context, ev Event) error
+}
+
+// newFileGrace is how long the change of a newly created file is held
+// before recording: long enough for an editor's "write temp file, rename
+// over the original" to arrive, so that the temp file's content is
+// recorded as the next revision of the original (a small delta) rather
+// than as a new file (a fulltext).
+const newFileGrace = 200 * time.Millisecond
+
+// Recorder is the fs.Recorder of a mount: it queues events and hands
+// them to a Sink from one background goroutine, so that close(2) never
+// waits for recording. It holds back fsync reports so that a file
+// records at most one revision per interval (the last change is never
+// left behind: the held change is released when its interval ends, at
+// the next close, and by Sync).
+type Recorder struct {
+	sink     Sink
+	log      *slog.Logger
+	interval time.Duration
+
+	mu      sync.Mutex
+	queue   []Event
+	held    map[fs.FileID]*heldChange
+	last    map[fs.FileID]time.Time // when a file's last change was queued
+	enq     uint64                  // events queued so far
+	done    uint64                  // events the sink finished
+	waiters []waiter
+	closed  bool
+	wake    chan struct{}
+	exited  chan struct{}
+}
+
+type heldChange struct {
+	c         fs.Change
+	continues fs.FileID
+	timer     *time.Timer
+}
+
+type waiter struct {
+	seq uint64
+	ch  chan struct{}
+}
+
+// NewRecorder starts a Recorder handing events to sink; interval is the
+// least time between two revisions of one file caused by fsync.
+func NewRecorder(sink Sink, interval time.Duration, log *slog.Logger) *Recorder {
+	r := &Recorder{
+		sink: sink, log: log, interval: interval,
+		held: map[fs.FileID]*heldChange{}, last: map[fs.FileID]time.Time{},
+		wake: make(chan struct{}, 1), exited: make(chan struct{}),
+	}
+	go r.run()
+	return r
+}
+
+// key identifies a file for coalescing: its FileID, or its inode number
+// when the live filesystem keeps no ids.
+func key(c *fs.Change) fs.FileID {
+	if !c.ID.IsZero() {
+		return c.ID
+	}
+	var k fs.FileID
+	binary.BigEndian.PutUint64(k[8:], c.Ino)
+	return k
+}
+
+// Changed queues c, or holds it (fsync within the interval, new file).
+func (r *Recorder) Changed(c fs.Change) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := key(&c)
+	var cont fs.FileID
+	if h := r.held[k]; h != nil {
+		h.timer.Stop()
+		delete(r.held, k)
+		c, cont = merge(h.c, c), h.continues
+	}
+	now := time.Now()
+	wait := time.Duration(0)
+	if c.Fsync {
+		wait = r.last[k].Add(r.interval).Sub(now)
+	}
+	if c.New {
+		wait = max(wait, newFileGrace)
+	}
+	if wait > 0 {
+		r.held[k] = &heldChange{c: c, continues: cont, timer: time.AfterFunc(wait, func() { r.release(k) })}
+		return
+	}
+	r.last[k] = now
+	r.push(Event{Change: &c, Continues: cont})
+}
+
+// release queues the held change of k, if still held.
+func (r *Recorder) release(k fs.FileID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.releaseLocked(k)
+}
+
+func (r *Recorder) releaseLocked(k fs.FileID) {
+	h := r.held[k]
+	if h == nil {
+		return
+	}
+	h.timer.Stop()
+	delete(r.held, k)
+	r.last[k] = time.Now()
+	r.push(Event{Change: &h.c, Continues: h.continues})
+}
+
+// Renamed queues r; a held new file renamed over another file continues
+// that file's history.
+func (r *Recorder) Renamed(ev fs.Rename) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h := r.held[ev.ID]; h != nil && !ev.ID.IsZero() {
+		if !ev.Replaced.IsZero() {
+			r.releaseLocked(ev.Replaced) // the original's revision comes first
+		}
+		if !ev.Replaced.IsZero() && !ev.Exchange && h.c.New {
+			h.continues = ev.Replaced
+		}
+		h.c.Path = ev.To
+		r.releaseLocked(ev.ID)
+	}
+	r.push(Event{Rename: &ev})
+}
+
+func (r *Recorder) Removed(ev fs.Remove) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.push(Event{Remove: &ev})
+}
+
+func (r *Recorder) Linked(ev fs.Link) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.push(Event{Link: &ev})
+}
+
+// push queues ev, with r.mu held.
+func (r *Recorder) push(ev Event) {
+	if r.closed {
+		if ev.Change != nil {
+			ev.Change.Close()
+		}
+		r.log.Error("event after the recorder closed; dropped")
+		return
+	}
+	r.queue = append(r.queue, ev)
+	r.enq++
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Sync releases every held change and returns when the sink has finished
+// everything queued so far, or ctx ends.
+func (r *Recorder) Sync(ctx context.Context) error {
+	r.mu.Lock()
+	for k := range r.held {
+		r.releaseLocked(k)
+	}
+	if r.done >= r.enq {
+		r.mu.Unlock()
+		return nil
+	}
+	w := waiter{seq: r.enq, ch: make(chan struct{})}
+	r.waiters = append(r.waiters, w)
+	r.mu.Unlock()
+	select {
+	case <-w.ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close syncs, then stops the background goroutine.
+func (r *Recorder) Close(ctx context.Context) error {
+	err := r.Sync(ctx)
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-r.exited:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return err
+}
+
+// run hands queued events to the sink until the Recorder is closed.
+func (r *Recorder) run() {
+	defer close(r.exited)
+	ctx := context.Background()
+	for {
+		r.mu.Lock()
+		batch, closed := r.queue, r.closed
+		r.queue = nil
+		r.mu.Unlock()
+		for _, ev := range batch {
+			if err := r.sink.Record(ctx, ev); err != nil {
+				r.log.Error("recording failed", "err", err)
+			}
+			r.finished()
+		}
+		if len(batch) == 0 {
+			if closed {
+				return
+			}
+			<-r.wake
+		}
+	}
+}
+
+// finished counts one event done and wakes the Syncs it satisfies.
+func (r *Recorder) finished() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done++
+	kept := r.waiters[:0]
+	for _, w := range r.waiters {
+		if w.seq <= r.done {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	r.waiters = kept
+}

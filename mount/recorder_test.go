@@ -1,0 +1,126 @@
+package mount
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deltafs/deltafs/fs"
+)
+
+// memSink keeps the events it is handed.
+type memSink struct {
+	mu     sync.Mutex
+	events []Event
+	delay  time.Duration
+}
+
+func (s *memSink) Record(_ context.Context, ev Event) error {
+	time.Sleep(s.delay)
+	if ev.Change != nil {
+		ev.Change.Close()
+	}
+	s.mu.Lock()
+	s.events = append(s.events, ev)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *memSink) changes() []fs.Change {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []fs.Change
+	for _, ev := range s.events {
+		if ev.Change != nil {
+			out = append(out, *ev.Change)
+		}
+	}
+	return out
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestRecorderCoalescesFsyncs(t *testing.T) {
+	sink := &memSink{}
+	r := NewRecorder(sink, time.Hour, quiet())
+	id := fs.NewFileID()
+	for i := range 50 {
+		r.Changed(fs.Change{Path: "db", ID: id, Dirty: []fs.Range{rg(int64(i)*10, 5)}, Kept: 1000, Size: 1000, Fsync: true})
+	}
+	if err := r.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := sink.changes()
+	if len(c) != 2 {
+		t.Fatalf("%d revisions for 50 fsyncs within one interval, want 2 (first, and the rest merged)", len(c))
+	}
+	if len(c[1].Dirty) != 49 || c[1].Dirty[0] != (fs.Range{Off: 10, Len: 5}) {
+		t.Fatalf("merged change has dirty %v", c[1].Dirty)
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRecorderCloseReleasesHeldFsync(t *testing.T) {
+	sink := &memSink{}
+	r := NewRecorder(sink, time.Hour, quiet())
+	id := fs.NewFileID()
+	r.Changed(fs.Change{ID: id, Size: 1, Fsync: true})
+	r.Changed(fs.Change{ID: id, Size: 2, Fsync: true}) // held
+	r.Changed(fs.Change{ID: id, Size: 3})              // last close: goes at once, with the held one merged
+	time.Sleep(50 * time.Millisecond)
+	c := sink.changes()
+	if len(c) != 2 || c[1].Size != 3 {
+		t.Fatalf("changes %+v", c)
+	}
+	r.Close(context.Background())
+}
+
+func TestRecorderIntervalElapses(t *testing.T) {
+	sink := &memSink{}
+	r := NewRecorder(sink, 20*time.Millisecond, quiet())
+	defer r.Close(context.Background())
+	id := fs.NewFileID()
+	r.Changed(fs.Change{ID: id, Size: 1, Fsync: true})
+	r.Changed(fs.Change{ID: id, Size: 2, Fsync: true})
+	deadline := time.Now().Add(5 * time.Second)
+	for len(sink.changes()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if c := sink.changes(); len(c) != 2 || c[1].Size != 2 {
+		t.Fatalf("held fsync not recorded after its interval: %+v", c)
+	}
+}
+
+func TestRecorderAtomicSaveContinues(t *testing.T) {
+	sink := &memSink{}
+	r := NewRecorder(sink, time.Second, quiet())
+	orig, tmp := fs.NewFileID(), fs.NewFileID()
+	r.Changed(fs.Change{Path: ".notes.swp", ID: tmp, Size: 10, New: true}) // held: new file
+	r.Renamed(fs.Rename{From: ".notes.swp", To: "notes", ID: tmp, Replaced: orig})
+	r.Sync(context.Background())
+	sink.mu.Lock()
+	evs := append([]Event(nil), sink.events...)
+	sink.mu.Unlock()
+	if len(evs) != 2 || evs[0].Change == nil || evs[0].Continues != orig || evs[0].Change.Path != "notes" || evs[1].Rename == nil {
+		t.Fatalf("events %+v", evs)
+	}
+	r.Close(context.Background())
+}
+
+func TestMerge(t *testing.T) {
+	a := fs.Change{Dirty: []fs.Range{rg(0, 10), rg(100, 10)}, Kept: 500, Size: 500}
+	b := fs.Change{Dirty: []fs.Range{rg(5, 10), rg(200, 10)}, Kept: 150, Size: 205, Fsync: true}
+	m := merge(a, b)
+	want := fs.Change{Dirty: []fs.Range{rg(0, 15), rg(100, 10), rg(200, 5)}, Kept: 150, Size: 205, Fsync: true}
+	if !reflect.DeepEqual(m, want) {
+		t.Fatalf("merge = %+v, want %+v", m, want)
+	}
+}
+
+func rg(off, n int64) fs.Range { return fs.Range{Off: off, Len: n} }

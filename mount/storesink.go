@@ -1,0 +1,169 @@
+package mount
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/objstore"
+)
+
+// idsFile maps live-tree FileIDs to store FileIDs: a log of 24-byte
+// records (16-byte fs.FileID, 8-byte big-endian index.FileID), appended
+// when a file gets its store identity, read whole at mount. It is not
+// fsynced: after a crash a file may start a new store identity (its
+// history splits in two), but no revision is lost.
+const idsFile = "live.ids"
+
+const idRecordLen = 24
+
+// storeSink records changes as revisions in an objstore.Store.
+type storeSink struct {
+	st   *objstore.Store
+	log  *slog.Logger
+	ids  map[fs.FileID]index.FileID
+	last map[index.FileID]index.RevID // newest revision of each file
+	f    *os.File                     // idsFile, for appending
+}
+
+// openStoreSink loads the id map of the store in dir.
+func openStoreSink(st *objstore.Store, path string, log *slog.Logger) (*storeSink, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	s := &storeSink{st: st, log: log, f: f, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	for ; len(b) >= idRecordLen; b = b[idRecordLen:] {
+		var id fs.FileID
+		copy(id[:], b)
+		s.ids[id] = index.FileID(binary.BigEndian.Uint64(b[16:]))
+	}
+	return s, nil
+}
+
+// Close closes the id map.
+func (s *storeSink) Close() error { return s.f.Close() }
+
+// Record implements Sink.
+func (s *storeSink) Record(ctx context.Context, ev Event) error {
+	switch {
+	case ev.Change != nil:
+		defer ev.Change.Close()
+		return s.change(ctx, ev.Change, ev.Continues)
+	case ev.Rename != nil && !ev.Rename.Replaced.IsZero() && !ev.Rename.ID.IsZero() && !ev.Rename.Exchange:
+		// The moved file now carries on the replaced file's history.
+		if fid, ok := s.ids[ev.Rename.Replaced]; ok {
+			return s.bind(ev.Rename.ID, fid)
+		}
+	}
+	return nil
+}
+
+// change stores the live content of c as the next revision of its file.
+func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileID) error {
+	if c.Content == nil {
+		return fmt.Errorf("%s: live file not reopened; change not recorded", c.Path)
+	}
+	data, err := readContent(c.Content, c.Size)
+	if err != nil {
+		return fmt.Errorf("%s: read live file: %w", c.Path, err)
+	}
+	fid, err := s.fileFor(c, continues)
+	if err != nil {
+		return err
+	}
+	req := objstore.PutRequest{File: fid, Data: data, P1: s.prev(fid)}
+	for _, src := range c.Sources {
+		if sf, ok := s.ids[src.ID]; ok && sf != fid {
+			req.Hints = append(req.Hints, s.prev(sf))
+			if req.P2.IsNull() {
+				req.P2 = s.prev(sf)
+			}
+		}
+	}
+	e, err := s.st.Put(ctx, req)
+	if err != nil {
+		return fmt.Errorf("%s: record revision: %w", c.Path, err)
+	}
+	s.last[fid] = e.ID()
+	return nil
+}
+
+// fileFor returns the store identity of c's file, making one if needed.
+func (s *storeSink) fileFor(c *fs.Change, continues fs.FileID) (index.FileID, error) {
+	if fid, ok := s.ids[continues]; ok && !continues.IsZero() {
+		return fid, s.bind(c.ID, fid)
+	}
+	if fid, ok := s.ids[c.ID]; ok && !c.ID.IsZero() {
+		return fid, nil
+	}
+	fid, err := s.st.NewFile(c.Path)
+	if err != nil {
+		return 0, fmt.Errorf("%s: new store file: %w", c.Path, err)
+	}
+	if c.ID.IsZero() {
+		return fid, nil
+	}
+	return fid, s.bind(c.ID, fid)
+}
+
+// bind maps id to fid, in memory and in the ids file.
+func (s *storeSink) bind(id fs.FileID, fid index.FileID) error {
+	if s.ids[id] == fid {
+		return nil
+	}
+	s.ids[id] = fid
+	var rec [idRecordLen]byte
+	copy(rec[:], id[:])
+	binary.BigEndian.PutUint64(rec[16:], uint64(fid))
+	if _, err := s.f.Write(rec[:]); err != nil {
+		return fmt.Errorf("append %s: %w", idsFile, err)
+	}
+	return nil
+}
+
+// prev returns the newest revision of fid, or the null RevID.
+func (s *storeSink) prev(fid index.FileID) index.RevID {
+	if r, ok := s.last[fid]; ok {
+		return r
+	}
+	m, err := s.st.File(fid)
+	if err != nil || m.Revs == 0 {
+		if err != nil && !errors.Is(err, objstore.ErrNotFound) {
+			s.log.Warn("file record unreadable; recording without a parent", "file", fid, "err", err)
+		}
+		return index.RevID{}
+	}
+	r := index.RevID{File: fid, Rev: index.Rev(m.Revs - 1)}
+	s.last[fid] = r
+	return r
+}
+
+// readContent reads the live file from its start.
+func readContent(f *os.File, size int64) ([]byte, error) {
+	buf := make([]byte, 0, max(size, 0)+1)
+	for off := int64(0); ; {
+		n, err := f.ReadAt(buf[len(buf):cap(buf)], off)
+		buf, off = buf[:len(buf)+n], off+int64(n)
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
+}
