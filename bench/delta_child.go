@@ -91,8 +91,9 @@ func revPath(dir string, n int) string   { return filepath.Join(dir, fmt.Sprintf
 func deltaPath(dir string, n int) string { return filepath.Join(dir, fmt.Sprintf("d%03d", n)) }
 
 // childEncode encodes each revision against the previous one, timing
-// only the encoding, and reports the raw and store-compressed size of
-// every delta. It writes the deltas for childApply.
+// only the encoding, and writes the deltas for childApply and for the
+// runner to size (sizing here would add the compressor's memory to the
+// peak RSS being measured).
 func childEncode(_ context.Context, args []string) (ChildResult, error) {
 	a, err := parseChainArgs(args)
 	if err != nil {
@@ -103,7 +104,6 @@ func childEncode(_ context.Context, args []string) (ChildResult, error) {
 	}
 	var t Timer
 	var total int64
-	var deltas [][]byte
 	var prev []byte
 	revs, chained := a.revisions()
 	for _, n := range revs {
@@ -124,18 +124,23 @@ func childEncode(_ context.Context, args []string) (ChildResult, error) {
 			return ChildResult{}, err
 		}
 		total += int64(len(cur))
-		deltas = append(deltas, d)
 		prev = cur
 	}
-	res := t.Result(total)
-	res.Sizes, err = storedSizes(deltas)
-	return res, err
+	return t.Result(total), nil
 }
 
-// storedSizes reports, per delta, its raw size and its size as the store
+// storedSizes reports, per delta file of revs, its raw size and its size as the store
 // keeps it: compressed by zstd at the default and at the best level, the
 // compressed form kept only when it is smaller.
-func storedSizes(deltas [][]byte) (map[string][]int64, error) {
+func storedSizes(ddir string, revs []int) (map[string][]int64, error) {
+	var deltas [][]byte
+	for _, n := range revs {
+		d, err := os.ReadFile(deltaPath(ddir, n))
+		if err != nil {
+			return nil, err
+		}
+		deltas = append(deltas, d)
+	}
 	sizes := map[string][]int64{}
 	for _, lvl := range []struct {
 		name  string

@@ -97,14 +97,14 @@ func mib(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
 func targetsTable(all []chainResult) Table {
 	t := Table{
 		Title:  "Targets (issue 2)",
-		Doc:    "Encode and apply use the faster deltafs copy variant; sizes use the best of copy | zstd-dict L2 per revision, as the store keeps it.",
+		Doc:    "Encode uses the faster deltafs copy variant, apply the slower of the two variants' deltas; sizes use the best of copy | zstd-dict L2 per revision, as the store keeps it.",
 		Header: []string{"target", "workload", "measured", "goal", "met"},
 	}
 	for _, r := range all {
 		name := r.chain.Name
 		if name == "D1" || name == "D4" {
-			enc, encBy := fastest(r, func(m measured) Summary { return m.enc })
-			app, appBy := fastest(r, func(m measured) Summary { return m.app })
+			enc, encBy := copyRate(r, func(m measured) Summary { return m.enc }, true)
+			app, appBy := copyRate(r, func(m measured) Summary { return m.app }, false)
 			t.Add("encode, one core", name, fmt.Sprintf("%.0f MB/s (%s)", enc, encBy), ">= 1000 MB/s", yes(enc >= 1000))
 			t.Add("apply, one core", name, fmt.Sprintf("%.0f MB/s (%s)", app, appBy), ">= 2000 MB/s", yes(app >= 2000))
 		}
@@ -127,15 +127,16 @@ func targetsTable(all []chainResult) Table {
 	return t
 }
 
-// fastest returns the best MB/s of the deltafs copy rows and its name.
-func fastest(r chainResult, pick func(measured) Summary) (float64, string) {
-	best, by := 0.0, ""
+// copyRate returns the highest (or lowest) MB/s of the deltafs copy rows
+// and that row's name.
+func copyRate(r chainResult, pick func(measured) Summary, highest bool) (float64, string) {
+	best, by := -1.0, ""
 	for _, m := range r.rows {
 		if m.kind != rowDeltafs || !strings.Contains(m.name, "copy") {
 			continue
 		}
 		s := pick(m)
-		if v := MBps(s.Bytes, s.CPU); v > best {
+		if v := MBps(s.Bytes, s.CPU); best < 0 || (v > best) == highest {
 			best, by = v, strings.TrimPrefix(m.name, "deltafs copy: ")
 		}
 	}

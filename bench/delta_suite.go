@@ -164,6 +164,9 @@ func (env *Env) measureDeltafs(c workload.Chain, dir string, dc deltafsCodec) (m
 		return measured{}, err
 	}
 	steps := sampleSteps(c.Steps, sample, sample > 0)
+	if enc.Sizes, err = storedSizes(ddir, steps); err != nil {
+		return measured{}, err
+	}
 	return measured{name: dc.name, kind: rowDeltafs, enc: enc, app: app, sampled: len(steps), steps: steps}, nil
 }
 
