@@ -12,6 +12,12 @@ const (
 	exitOK      = 0 // success
 	exitFailure = 1 // the command ran and failed (I/O error, corrupt input, ...)
 	exitUsage   = 2 // the command line was wrong; nothing was done
+
+	exitMountPoint  = 3 // mount point missing, not an empty directory, overlapping the store, or not a deltafs mount
+	exitStoreLocked = 4 // the store is in use (mounted) by another process
+	exitNotStore    = 5 // the path holds something that is not a deltafs store (or a newer format)
+	exitNoFUSE      = 6 // no /dev/fuse, or no fusermount3 for a user
+	exitPermission  = 7 // permission denied on the store or the mount point
 )
 
 // usageError marks an error in the command line itself: an unknown flag
@@ -34,6 +40,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ue):
 		return exitUsage
+	case mountErrorCode(err) != 0:
+		return mountErrorCode(err)
 	default:
 		return exitFailure
 	}

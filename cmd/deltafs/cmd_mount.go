@@ -1,0 +1,151 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/deltafs/deltafs/mount"
+	"github.com/deltafs/deltafs/objstore"
+	"github.com/spf13/cobra"
+)
+
+// newMountCmd builds "deltafs mount".
+func newMountCmd() *cobra.Command {
+	var cfg mount.Config
+	cmd := &cobra.Command{
+		Use:   "mount [flags] STORE MOUNTPOINT",
+		Short: "Mount the live tree of STORE on MOUNTPOINT, recording every revision",
+		Long: `Mount the store STORE on the empty directory MOUNTPOINT and stay in the
+foreground until unmounted. STORE is created when it does not exist (or
+is an empty directory). Every file closed after a change, or fsynced, is
+recorded as a revision in STORE.
+
+Ctrl-C (SIGINT) or SIGTERM records every pending revision and unmounts;
+so does "deltafs umount MOUNTPOINT" from another shell. A store can be
+mounted once at a time: a second mount fails naming the first.`,
+		Example: `  deltafs mount ~/work.dfs ~/work
+  deltafs mount --read-only ~/work.dfs /mnt/work`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.Store, cfg.MountPoint = args[0], args[1]
+			return runMount(cmd, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&cfg.AllowOther, "allow-other", false, "let other users use the mount (the kernel then checks permissions)")
+	f.BoolVar(&cfg.ReadOnly, "read-only", false, "mount read-only; the store must exist")
+	f.DurationVar(&cfg.FsyncInterval, "fsync-interval", mount.DefaultFsyncInterval, "record at most one revision per `DURATION` for a file fsynced again and again")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", mount.DefaultShutdownTimeout, "give up unmounting and recording after `DURATION`")
+	f.BoolVar(&cfg.Debug, "debug", false, "log every FUSE request on stderr")
+	return cmd
+}
+
+// runMount mounts and serves until a signal or an outside unmount.
+func runMount(cmd *cobra.Command, cfg mount.Config) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	out := cmd.OutOrStdout()
+	cfg.Ready = func(m *mount.Mounted) {
+		what := "store"
+		if m.Created {
+			what = "new store"
+		}
+		fmt.Fprintf(out, "deltafs: mounted %s %s on %s (pid %d); Ctrl-C or 'deltafs umount %s' to unmount\n",
+			what, m.Store, m.MountPoint, os.Getpid(), m.MountPoint)
+	}
+	return mount.Run(ctx, cfg)
+}
+
+// newUmountCmd builds "deltafs umount".
+func newUmountCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "umount MOUNTPOINT",
+		Short: "Unmount a deltafs mount; its mount process records what is pending and exits",
+		Long: `Unmount the deltafs mount at MOUNTPOINT. The "deltafs mount" process
+serving it then records every pending revision, closes the store and
+exits. A busy mount (a shell inside it, an open file) is refused.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runUmount(args[0])
+		},
+	}
+}
+
+// runUmount unmounts the deltafs mount at mnt.
+func runUmount(mnt string) error {
+	abs, err := filepath.Abs(mnt)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", mnt, mount.ErrMountPoint, err)
+	}
+	if !isDeltafsMount(abs) {
+		return fmt.Errorf("%s: %w: not a deltafs mount", abs, mount.ErrMountPoint)
+	}
+	if os.Geteuid() == 0 {
+		if err := syscall.Unmount(abs, 0); err != nil {
+			return fmt.Errorf("unmount %s: %w", abs, err)
+		}
+	} else if out, err := exec.Command("fusermount3", "-u", abs).CombinedOutput(); err != nil {
+		return fmt.Errorf("unmount %s: %s", abs, strings.TrimSpace(string(out)))
+	}
+	waitUnmounted(abs, 5*time.Second)
+	return nil
+}
+
+// isDeltafsMount reports whether dir is a mount point of type fuse.deltafs.
+func isDeltafsMount(dir string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f := strings.Fields(pre)
+		if ok && len(f) > 4 && unescapeMountinfo(f[4]) == dir && strings.HasPrefix(post, "fuse.deltafs ") {
+			return true
+		}
+	}
+	return false
+}
+
+// unescapeMountinfo undoes the octal escapes of /proc/self/mountinfo.
+func unescapeMountinfo(s string) string {
+	r := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
+	return r.Replace(s)
+}
+
+// waitUnmounted waits a little for the unmount to show.
+func waitUnmounted(dir string, limit time.Duration) {
+	for end := time.Now().Add(limit); isDeltafsMount(dir) && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// mountErrorCode returns the exit code of a mount error, or 0 if it is
+// none of the mount-specific ones.
+func mountErrorCode(err error) int {
+	switch {
+	case errors.Is(err, mount.ErrMountPoint), errors.Is(err, mount.ErrOverlap):
+		return exitMountPoint
+	case errors.Is(err, objstore.ErrLocked):
+		return exitStoreLocked
+	case errors.Is(err, objstore.ErrNotStore), errors.Is(err, objstore.ErrFormat):
+		return exitNotStore
+	case errors.Is(err, mount.ErrNoFUSE):
+		return exitNoFUSE
+	case errors.Is(err, os.ErrPermission):
+		return exitPermission
+	}
+	return 0
+}

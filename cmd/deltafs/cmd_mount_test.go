@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/deltafs/deltafs/internal/testutil"
+)
+
+// mountProc is a "deltafs mount" subprocess.
+type mountProc struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	ready  string
+	mnt    string
+}
+
+// startMount runs the built binary's mount and waits for its readiness
+// line.
+func startMount(t *testing.T, store, mnt string, flags ...string) *mountProc {
+	t.Helper()
+	testutil.RequireFUSE(t)
+	p := &mountProc{mnt: mnt}
+	p.cmd = exec.Command(binary, append(append([]string{"mount"}, flags...), store, mnt)...)
+	p.cmd.Stderr = &p.stderr
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(out).ReadString('\n')
+		line <- l
+		io.Copy(io.Discard, out)
+	}()
+	select {
+	case p.ready = <-line:
+	case <-time.After(30 * time.Second):
+		p.cmd.Process.Kill()
+		t.Fatalf("no readiness line; stderr %q", p.stderr.String())
+	}
+	if !strings.HasPrefix(p.ready, "deltafs: mounted ") {
+		p.cmd.Wait()
+		t.Fatalf("readiness line %q, stderr %q", p.ready, p.stderr.String())
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Signal(syscall.SIGTERM)
+			p.cmd.Wait()
+		}
+	})
+	return p
+}
+
+// stop sends sig and checks for exit 0 and no mount left behind.
+func (p *mountProc) stop(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t)
+}
+
+func (p *mountProc) wait(t *testing.T) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("mount process: %v; stderr %q", err, p.stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		p.cmd.Process.Kill()
+		t.Fatal("mount process did not exit")
+	}
+	if p.stderr.Len() != 0 {
+		t.Errorf("mount process wrote to stderr: %q", p.stderr.String())
+	}
+	if testutil.Mounted(p.mnt) {
+		t.Fatalf("%s still in /proc/self/mountinfo", p.mnt)
+	}
+}
+
+func TestMountEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	store, mnt := filepath.Join(dir, "work.dfs"), filepath.Join(dir, "work")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := startMount(t, store, mnt)
+	if !strings.Contains(p.ready, "new store") || strings.Count(p.ready, "\n") != 1 {
+		t.Fatalf("readiness line %q does not say the store is new", p.ready)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "notes.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := runBinary(t, nil, "mount", store, t.TempDir())
+	requireOneErrorLine(t, second, exitStoreLocked, mnt)
+	p.stop(t, syscall.SIGTERM)
+
+	p = startMount(t, store, mnt)
+	if strings.Contains(p.ready, "new store") {
+		t.Fatalf("remount says new: %q", p.ready)
+	}
+	if b, err := os.ReadFile(filepath.Join(mnt, "notes.txt")); err != nil || string(b) != "hello\n" {
+		t.Fatalf("after remount: %q, %v", b, err)
+	}
+	if r := runBinary(t, nil, "umount", mnt); r.code != 0 || r.stderr != "" {
+		t.Fatalf("umount: exit %d, stderr %q", r.code, r.stderr)
+	}
+	p.wait(t)
+}
+
+func TestMountErrors(t *testing.T) {
+	testutil.RequireFUSE(t)
+	dir := t.TempDir()
+	notStore := filepath.Join(dir, "notstore")
+	if err := os.MkdirAll(notStore, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(notStore, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	full := filepath.Join(dir, "full")
+	if err := os.MkdirAll(filepath.Join(full, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	newStore := filepath.Join(dir, "new.dfs")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"missing mount point", []string{"mount", newStore, filepath.Join(dir, "nope")}, exitMountPoint, "nope"},
+		{"mount point not empty", []string{"mount", newStore, full}, exitMountPoint, "not empty"},
+		{"not a store", []string{"mount", notStore, t.TempDir()}, exitNotStore, "not a deltafs store"},
+		{"overlap", []string{"mount", filepath.Join(dir, "m", "s.dfs"), mkdir(t, dir, "m")}, exitMountPoint, "overlap"},
+		{"umount of no mount", []string{"umount", t.TempDir()}, exitMountPoint, "not a deltafs mount"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			requireOneErrorLine(t, runBinary(t, nil, tt.args...), tt.code, tt.want)
+		})
+	}
+	if _, err := os.Stat(newStore); !os.IsNotExist(err) {
+		t.Fatalf("a failed mount created the store: %v", err)
+	}
+}
+
+func mkdir(t *testing.T, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestGitInMount runs git init, add and commit inside a mount.
+func TestGitInMount(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	store, mnt := filepath.Join(dir, "s.dfs"), mkdir(t, dir, "m")
+	p := startMount(t, store, mnt)
+	for i := range 20 {
+		sub := mkdir(t, mnt, filepath.Join("src", string(rune('a'+i%5))))
+		if err := os.WriteFile(filepath.Join(sub, "f"+string(rune('a'+i))+".txt"), testutil.Bytes(uint64(i), 5000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@e", "HOME="+dir)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "first"}, {"fsck", "--no-progress"}, {"log", "--oneline"}} {
+		cmd := exec.Command(git, args...)
+		cmd.Dir, cmd.Env = mnt, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	p.stop(t, syscall.SIGINT)
+}
