@@ -19,9 +19,17 @@ type events struct {
 	renames []fs.Rename
 	removes []fs.Remove
 	links   []fs.Link
+	// check, if set, sees every change before its Content is closed.
+	check func(fs.Change)
 }
 
 func (e *events) Changed(c fs.Change) {
+	e.mu.Lock()
+	check := e.check
+	e.mu.Unlock()
+	if check != nil {
+		check(c)
+	}
 	c.Close()
 	c.Content = nil
 	e.mu.Lock()
@@ -33,6 +41,13 @@ func (e *events) Removed(r fs.Remove) { e.mu.Lock(); e.removes = append(e.remove
 func (e *events) Linked(l fs.Link)    { e.mu.Lock(); e.links = append(e.links, l); e.mu.Unlock() }
 func (e *events) Sync(context.Context) error {
 	return nil
+}
+
+// setCheck installs a check of every change.
+func (e *events) setCheck(f func(fs.Change)) {
+	e.mu.Lock()
+	e.check = f
+	e.mu.Unlock()
 }
 
 // takeChanges returns the changes reported so far and forgets them.
