@@ -107,6 +107,13 @@ func (h *handle) Setlkw(ctx context.Context, owner uint64, lk *fuse.FileLock, fl
 	return h.lf.Setlkw(ctx, owner, lk, flags)
 }
 
+// Read is reached only when the kernel did not take the passthrough
+// (no CAP_PASSTHROUGH, or not root).
+func (h *passthroughHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	h.n.fsys.serverReads.Add(1)
+	return h.LoopbackFile.Read(ctx, dest, off)
+}
+
 func (h *passthroughHandle) Release(ctx context.Context) syscall.Errno {
 	h.n.released(h.fd, true, h.writable)
 	return h.LoopbackFile.Release(ctx)

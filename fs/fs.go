@@ -40,6 +40,10 @@ type FS struct {
 	loop        *gofs.LoopbackRoot
 	root        *Node
 	rootFd      int // O_PATH descriptor of the live directory
+
+	// serverReads counts reads served by this process for handles
+	// meant for passthrough: zero when passthrough works.
+	serverReads atomic.Int64
 }
 
 // New checks cfg.LiveDir and returns the live tree over it.

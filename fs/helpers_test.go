@@ -78,6 +78,7 @@ func mountLive(t testing.TB) *mounted {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { f.Close() }) // runs after the unmount registered below
 	mnt, _ := testutil.Mount(t, f.Root(), fs.Options())
 	return &mounted{mnt: mnt, live: live, rec: rec}
 }
