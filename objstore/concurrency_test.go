@@ -175,3 +175,36 @@ func TestPutErrors(t *testing.T) {
 		t.Fatal("read-only get")
 	}
 }
+
+// TestNeighbourReadsReuseWork: after one cold read, reading the next
+// revision applies one delta, and reading the previous one does not read
+// the chain's fulltext again.
+func TestNeighbourReadsReuseWork(t *testing.T) {
+	s, _ := openNew(t, Config{LatestBytes: 1})
+	r := rand.New(rand.NewPCG(17, 18))
+	f := mustNewFile(t, s, "n")
+	text := genText(r, 50_000)
+	var ids []index.RevID
+	var prev index.RevID
+	for range 10 {
+		prev = mustPut(t, s, PutRequest{File: f, Data: text, P1: prev}).ID()
+		ids = append(ids, prev)
+		text = edit(r, text, 2)
+	}
+	s.cache.clear()
+	reads := func(id index.RevID) (int64, int64) {
+		n0, b0 := s.readRecords.Load(), s.readBytes.Load()
+		mustGet(t, s, id)
+		return s.readRecords.Load() - n0, s.readBytes.Load() - b0
+	}
+	if n, _ := reads(ids[5]); n != 6 {
+		t.Fatalf("cold read of rev 5 read %d records, want its chain of 6", n)
+	}
+	if n, _ := reads(ids[6]); n != 1 {
+		t.Fatalf("read of rev 6 after rev 5 read %d records, want 1", n)
+	}
+	root, _ := s.Entry(ids[0])
+	if n, b := reads(ids[4]); n != 4 || b >= int64(root.Stored) {
+		t.Fatalf("read of rev 4 read %d records (%d bytes): the fulltext was read again", n, b)
+	}
+}

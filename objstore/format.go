@@ -31,6 +31,11 @@ func readFormat(dir string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("objstore: %w", err)
 	}
+	return parseFormat(dir, b)
+}
+
+// parseFormat parses the contents of a FORMAT file.
+func parseFormat(dir string, b []byte) (int, error) {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) < 2 || lines[0] != formatMagic {
 		return 0, fmt.Errorf("objstore: %s: %w (bad FORMAT file)", dir, ErrNotStore)

@@ -67,6 +67,11 @@ func (s *Store) rebuild(ctx context.Context, want index.RevID, e index.Entry, ca
 	if err != nil {
 		return nil, err
 	}
+	if start == nil && len(chain) > 1 {
+		if err := s.cacheRoot(want, &chain[len(chain)-1], payloads[len(chain)-1], cache); err != nil {
+			return nil, err
+		}
+	}
 	text, err := applyChain(want, chain, payloads, start)
 	if err != nil {
 		return nil, err
@@ -76,6 +81,17 @@ func (s *Store) rebuild(ctx context.Context, want index.RevID, e index.Entry, ca
 	}
 	cache.full.add(e.ID(), text)
 	return text, nil
+}
+
+// cacheRoot checks the chain's fulltext and caches it: neighbouring
+// revisions usually share it, and reading a history backwards would
+// otherwise read and decompress it again for every revision.
+func (s *Store) cacheRoot(want index.RevID, root *index.Entry, text []byte, cache caches) error {
+	if s.cfg.hash(text) != root.Hash {
+		return corrupt(want, root, errors.New("content hash mismatch"))
+	}
+	cache.full.add(root.ID(), text)
+	return nil
 }
 
 // chain walks from e towards its fulltext, stopping early at a cached text.
@@ -130,6 +146,8 @@ func (s *Store) readChain(ctx context.Context, want index.RevID, chain []index.E
 
 // readRecord reads and checks e's record, returning its decoded payload.
 func (s *Store) readRecord(want index.RevID, e *index.Entry) ([]byte, error) {
+	s.readRecords.Add(1)
+	s.readBytes.Add(int64(e.Stored))
 	raw, err := s.segs.readAt(e.Seg, e.Off, int(e.Stored))
 	if errors.Is(err, errShort) || err == nil && int(e.Stored) < recOverhead {
 		return nil, corrupt(want, e, err)

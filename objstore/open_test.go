@@ -97,3 +97,18 @@ func TestLockOtherProcess(t *testing.T) {
 	}
 	s.Close()
 }
+
+func FuzzParseFormat(f *testing.F) {
+	f.Add([]byte(formatMagic + "\nformat 1\n"))
+	f.Add([]byte(formatMagic + "\nformat 99\n"))
+	f.Add([]byte("junk"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := parseFormat("d", b)
+		if err == nil && v != FormatVersion {
+			t.Fatalf("accepted version %d", v)
+		}
+		if err != nil && !errors.Is(err, ErrFormat) && !errors.Is(err, ErrNotStore) {
+			t.Fatalf("error matches neither sentinel: %v", err)
+		}
+	})
+}

@@ -21,8 +21,10 @@ type Stats struct {
 	ByKind       map[string]int64 `json:"by_kind"`
 	CacheBytes   int64            `json:"cache_bytes"`
 	CacheEntries int              `json:"cache_entries"`
-	Puts         int64            `json:"puts"`    // since Open
-	Commits      int64            `json:"commits"` // group commits (fsyncs) since Open
+	Puts         int64            `json:"puts"`         // since Open
+	Commits      int64            `json:"commits"`      // group commits (fsyncs) since Open
+	RecordsRead  int64            `json:"records_read"` // since Open, by reads, puts and Verify
+	BytesRead    int64            `json:"bytes_read"`   // stored bytes of those records
 }
 
 // ChainBucket counts revisions with chain length in [Min, Max].
@@ -72,6 +74,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	st.SegmentBytes = s.segmentBytes(tail)
 	st.CacheBytes, st.CacheEntries = s.cache.size()
 	st.Puts, st.Commits = s.puts.Load(), s.commits.Load()
+	st.RecordsRead, st.BytesRead = s.readRecords.Load(), s.readBytes.Load()
 	return st, nil
 }
 

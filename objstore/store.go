@@ -41,6 +41,8 @@ type Store struct {
 	commits atomic.Int64 // group commits since Open
 	puts    atomic.Int64 // puts since Open
 
+	readRecords, readBytes atomic.Int64 // segment records read since Open
+
 	pmu         sync.RWMutex // pending (appended, not yet committed) entries
 	pending     map[index.RevID]index.Entry
 	pendingHash map[uint64][]index.RevID
