@@ -22,6 +22,7 @@ const fuseDevice = "/dev/fuse"
 func checkMountPoint(mnt, store string) (string, string, error) {
 	absMnt, err := filepath.Abs(mnt)
 	if err == nil {
+		clearDeadMount(absMnt)
 		absMnt, err = filepath.EvalSymlinks(absMnt)
 	}
 	if err != nil {

@@ -25,14 +25,21 @@ type live struct {
 // start runs a mount in the background and waits until it is ready.
 func start(t *testing.T, store string) *live {
 	t.Helper()
+	return startWith(t, Config{Store: store})
+}
+
+// startWith runs a mount of cfg.Store on a fresh mount point.
+func startWith(t *testing.T, cfg Config) *live {
+	t.Helper()
 	testutil.RequireFUSE(t)
-	l := &live{store: store, mnt: t.TempDir(), done: make(chan error, 1)}
+	l := &live{store: cfg.Store, mnt: t.TempDir(), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	ready := make(chan *Mounted, 1)
 	go func() {
-		l.done <- Run(ctx, Config{Store: store, MountPoint: l.mnt, FsyncInterval: 50 * time.Millisecond,
-			Ready: func(m *Mounted) { ready <- m }})
+		cfg.MountPoint, cfg.FsyncInterval = l.mnt, 50*time.Millisecond
+		cfg.Ready = func(m *Mounted) { ready <- m }
+		l.done <- Run(ctx, cfg)
 	}()
 	select {
 	case <-ready:
@@ -187,4 +194,47 @@ func copyFile(t *testing.T, src, dst string) {
 	if err := out.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestReadOnlyMount(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	if err := os.WriteFile(filepath.Join(l.mnt, "a"), []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.stop(t)
+	ro := startWith(t, Config{Store: store, ReadOnly: true})
+	if b, err := os.ReadFile(filepath.Join(ro.mnt, "a")); err != nil || string(b) != "kept" {
+		t.Fatalf("read: %q, %v", b, err)
+	}
+	if err := os.WriteFile(filepath.Join(ro.mnt, "a"), []byte("x"), 0o644); !errors.Is(err, unix.EROFS) {
+		t.Fatalf("write to a read-only mount: %v, want EROFS", err)
+	}
+	if err := os.Mkdir(filepath.Join(ro.mnt, "d"), 0o755); !errors.Is(err, unix.EROFS) {
+		t.Fatalf("mkdir in a read-only mount: %v, want EROFS", err)
+	}
+	ro.stop(t)
+	if err := Run(context.Background(), Config{Store: filepath.Join(t.TempDir(), "new"), MountPoint: t.TempDir(), ReadOnly: true}); !errors.Is(err, objstore.ErrNotStore) {
+		t.Fatalf("read-only mount of a missing store: %v, want ErrNotStore", err)
+	}
+}
+
+func TestAllowOtherAddsDefaultPermissions(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("allow_other needs root or user_allow_other in /etc/fuse.conf")
+	}
+	l := startWith(t, Config{Store: filepath.Join(t.TempDir(), "s.dfs"), AllowOther: true})
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, " "+l.mnt+" ") {
+			if !strings.Contains(line, "allow_other") || !strings.Contains(line, "default_permissions") {
+				t.Fatalf("mount options lack allow_other,default_permissions: %s", line)
+			}
+			return
+		}
+	}
+	t.Fatalf("%s not in mountinfo", l.mnt)
 }

@@ -89,7 +89,7 @@ func runUmount(mnt string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w: %w", mnt, mount.ErrMountPoint, err)
 	}
-	if !isDeltafsMount(abs) {
+	if !mount.IsDeltafsMount(abs) {
 		return fmt.Errorf("%s: %w: not a deltafs mount", abs, mount.ErrMountPoint)
 	}
 	if os.Geteuid() == 0 {
@@ -103,31 +103,9 @@ func runUmount(mnt string) error {
 	return nil
 }
 
-// isDeltafsMount reports whether dir is a mount point of type fuse.deltafs.
-func isDeltafsMount(dir string) bool {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		f := strings.Fields(pre)
-		if ok && len(f) > 4 && unescapeMountinfo(f[4]) == dir && strings.HasPrefix(post, "fuse.deltafs ") {
-			return true
-		}
-	}
-	return false
-}
-
-// unescapeMountinfo undoes the octal escapes of /proc/self/mountinfo.
-func unescapeMountinfo(s string) string {
-	r := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
-	return r.Replace(s)
-}
-
 // waitUnmounted waits a little for the unmount to show.
 func waitUnmounted(dir string, limit time.Duration) {
-	for end := time.Now().Add(limit); isDeltafsMount(dir) && time.Now().Before(end); {
+	for end := time.Now().Add(limit); mount.IsDeltafsMount(dir) && time.Now().Before(end); {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
