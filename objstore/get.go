@@ -49,6 +49,9 @@ func (c caches) get(id index.RevID) ([]byte, bool) {
 // rebuild reads e's chain in file order, applies it and checks the result
 // against e.Hash. want names the revision asked for, for error messages.
 func (s *Store) rebuild(ctx context.Context, want index.RevID, e index.Entry, cache caches) ([]byte, error) {
+	if t, ok := cache.get(e.ID()); ok {
+		return t, nil
+	}
 	if e.Kind == index.KindDedup {
 		te, err := s.entry(e.Base)
 		if err != nil || te.Kind == index.KindDedup || te.Hash != e.Hash || te.Size != e.Size {

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/deltafs/deltafs/index"
 )
@@ -106,5 +109,56 @@ func appendFile(t *testing.T, path string, b []byte) {
 	defer f.Close()
 	if _, err := f.Write(b); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCloseDuringPuts: Close racing with writers commits what they appended;
+// every Put either fails with ErrClosed or is durable.
+func TestCloseDuringPuts(t *testing.T) {
+	s, dir := openNew(t, Config{})
+	var files []index.FileID
+	for i := range 4 {
+		files = append(files, mustNewFile(t, s, fmt.Sprint(i)))
+	}
+	type result struct {
+		e   index.Entry
+		err error
+	}
+	results := make(chan result, 4*20)
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 20 {
+				e, err := s.Put(context.Background(), PutRequest{File: f, Data: fmt.Appendf(nil, "w%d r%d", i, j)})
+				results <- result{e, err}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(results)
+	s2, err := Open(dir, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	for r := range results {
+		if r.err != nil {
+			if !errors.Is(r.err, ErrClosed) {
+				t.Fatalf("put failed with %v", r.err)
+			}
+			continue
+		}
+		if _, err := s2.Get(context.Background(), r.e.ID()); err != nil {
+			t.Fatalf("acknowledged %v lost by Close: %v", r.e.ID(), err)
+		}
 	}
 }

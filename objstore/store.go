@@ -169,19 +169,29 @@ func (s *Store) Dir() string { return s.dir }
 // Config returns the configuration in effect (defaults filled in).
 func (s *Store) Config() Config { return s.cfg }
 
-// Close waits for no one: callers must not Put or Get concurrently with it.
-// It releases the index, segment files and the lock.
+// Close commits any appended puts still waiting for a group commit, then
+// releases the index, the segment files and the lock. Callers must not
+// start Puts or Gets concurrently with it.
 func (s *Store) Close() error {
+	s.cmu.Lock() // as in wait: cmu before wmu; waits for an in-flight commit
+	defer s.cmu.Unlock()
 	s.wmu.Lock()
 	if s.closed {
 		s.wmu.Unlock()
 		return ErrClosed
 	}
 	s.closed = true
+	open, dirty := s.open, s.segs.takeDirty()
+	s.open = nil
 	s.wmu.Unlock()
-	s.cmu.Lock() // wait for an in-flight group commit
-	defer s.cmu.Unlock()
-	errs := []error{s.segs.close(), s.idx.Close()}
+	var errs []error
+	if open != nil {
+		open.err = s.flush(open, dirty)
+		s.unpend(open)
+		close(open.done)
+		errs = append(errs, open.err)
+	}
+	errs = append(errs, s.segs.close(), s.idx.Close())
 	s.enc.Close()
 	s.fenc.Close()
 	s.dec.Close()
