@@ -58,8 +58,7 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	if err := syscall.Fsync(h.fd); err != nil {
 		return h.n.fsys.errno("fsync", err)
 	}
-	h.n.fsynced(h.fd)
-	return 0
+	return h.n.fsynced(ctx, h.fd)
 }
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
@@ -123,10 +122,10 @@ func (h *passthroughHandle) Fsync(ctx context.Context, flags uint32) syscall.Err
 	if err := syscall.Fsync(h.fd); err != nil {
 		return h.n.fsys.errno("fsync", err)
 	}
-	if h.writable {
-		h.n.fsynced(h.fd)
+	if !h.writable {
+		return 0
 	}
-	return 0
+	return h.n.fsynced(ctx, h.fd)
 }
 
 func (h *passthroughHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {

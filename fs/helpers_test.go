@@ -19,6 +19,7 @@ type events struct {
 	renames []fs.Rename
 	removes []fs.Remove
 	links   []fs.Link
+	waits   []fs.FileID // Wait calls (fsync)
 	// check, if set, sees every change before its Content is closed.
 	check func(fs.Change)
 }
@@ -36,10 +37,14 @@ func (e *events) Changed(c fs.Change) {
 	e.changes = append(e.changes, c)
 	e.mu.Unlock()
 }
-func (e *events) Renamed(r fs.Rename) { e.mu.Lock(); e.renames = append(e.renames, r); e.mu.Unlock() }
-func (e *events) Removed(r fs.Remove) { e.mu.Lock(); e.removes = append(e.removes, r); e.mu.Unlock() }
-func (e *events) Linked(l fs.Link)    { e.mu.Lock(); e.links = append(e.links, l); e.mu.Unlock() }
-func (e *events) Sync(context.Context) error {
+func (e *events) Renamed(r fs.Rename)        { e.mu.Lock(); e.renames = append(e.renames, r); e.mu.Unlock() }
+func (e *events) Removed(r fs.Remove)        { e.mu.Lock(); e.removes = append(e.removes, r); e.mu.Unlock() }
+func (e *events) Linked(l fs.Link)           { e.mu.Lock(); e.links = append(e.links, l); e.mu.Unlock() }
+func (e *events) Sync(context.Context) error { return nil }
+func (e *events) Wait(_ context.Context, id fs.FileID) error {
+	e.mu.Lock()
+	e.waits = append(e.waits, id)
+	e.mu.Unlock()
 	return nil
 }
 

@@ -143,29 +143,37 @@ func (n *Node) released(fd int, passthrough, writable bool) {
 	n.sess = nil
 }
 
-// fsynced reports the changes so far and starts the next session.
-func (n *Node) fsynced(fd int) {
+// fsynced reports the changes so far, starts the next session, and
+// waits until the recorder has recorded them.
+func (n *Node) fsynced(ctx context.Context, fd int) syscall.Errno {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	if n.sess == nil {
-		return
+		n.mu.Unlock()
+		return 0
 	}
-	n.report(fd, true)
+	reported := n.report(fd, true)
+	id := n.sess.id
 	n.sess.rebase(fd)
 	n.sess.whole = n.passed > 0
+	n.mu.Unlock()
+	if !reported {
+		return 0
+	}
+	return n.fsys.errno("fsync", n.fsys.rec.Wait(ctx, id))
 }
 
 // report tells the Recorder about the session's change, if any, with
 // n.mu held (so one file's reports keep their order).
-func (n *Node) report(fd int, fsync bool) {
+func (n *Node) report(fd int, fsync bool) bool {
 	s := n.sess
 	if s.whole && s.movedOutside(fd) {
 		s.changed = true
 	}
 	if !s.changed {
-		return
+		return false
 	}
 	n.fsys.rec.Changed(s.report(fd, n.relPath(), fsync))
+	return true
 }
 
 // wrote notes a write through a handle of n.

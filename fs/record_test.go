@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -145,6 +146,12 @@ func TestRecordTruncateAndFsync(t *testing.T) {
 	c := m.waitChanges(t, 1)[0]
 	if !c.Fsync || !reflect.DeepEqual(c.Dirty, []fs.Range{{2000, 3}}) || c.Kept != 3000 {
 		t.Fatalf("fsync: %+v", c)
+	}
+	m.rec.mu.Lock()
+	waits := slices.Clone(m.rec.waits)
+	m.rec.mu.Unlock()
+	if len(waits) != 1 || waits[0] != c.ID {
+		t.Fatalf("fsync waited for %v, want once for %v", waits, c.ID)
 	}
 	if err := f.Truncate(1000); err != nil {
 		t.Fatal(err)

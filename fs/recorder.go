@@ -130,6 +130,12 @@ type Recorder interface {
 	// Sync returns when everything reported so far is recorded, or ctx
 	// ends.
 	Sync(ctx context.Context) error
+	// Wait returns when the changes of file id reported so far are
+	// recorded, or ctx ends; fsync calls it after its report. A
+	// recorder may leave out changes it holds back on purpose (at most
+	// one revision per interval): fsync makes the data durable in the
+	// live file, not necessarily in history.
+	Wait(ctx context.Context, id FileID) error
 }
 
 // NopRecorder records nothing. It serves a mount that keeps no history
@@ -141,3 +147,5 @@ func (NopRecorder) Renamed(Rename)             {}
 func (NopRecorder) Removed(Remove)             {}
 func (NopRecorder) Linked(Link)                {}
 func (NopRecorder) Sync(context.Context) error { return nil }
+
+func (NopRecorder) Wait(context.Context, FileID) error { return nil }

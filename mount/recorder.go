@@ -51,6 +51,7 @@ type Recorder struct {
 	queue   []Event
 	held    map[fs.FileID]*heldChange
 	last    map[fs.FileID]time.Time // when a file's last change was queued
+	seq     map[fs.FileID]uint64    // queue position of a file's last change
 	enq     uint64                  // events queued so far
 	done    uint64                  // events the sink finished
 	waiters []waiter
@@ -75,7 +76,7 @@ type waiter struct {
 func NewRecorder(sink Sink, interval time.Duration, log *slog.Logger) *Recorder {
 	r := &Recorder{
 		sink: sink, log: log, interval: interval,
-		held: map[fs.FileID]*heldChange{}, last: map[fs.FileID]time.Time{},
+		held: map[fs.FileID]*heldChange{}, last: map[fs.FileID]time.Time{}, seq: map[fs.FileID]uint64{},
 		wake: make(chan struct{}, 1), exited: make(chan struct{}),
 	}
 	go r.run()
@@ -118,6 +119,7 @@ func (r *Recorder) Changed(c fs.Change) {
 	}
 	r.last[k] = now
 	r.push(Event{Change: &c, Continues: cont})
+	r.seq[k] = r.enq
 }
 
 // release queues the held change of k, if still held.
@@ -136,6 +138,7 @@ func (r *Recorder) releaseLocked(k fs.FileID) {
 	delete(r.held, k)
 	r.last[k] = time.Now()
 	r.push(Event{Change: &h.c, Continues: h.continues})
+	r.seq[k] = r.enq
 }
 
 // Renamed queues r; a held new file renamed over another file continues
@@ -185,6 +188,16 @@ func (r *Recorder) push(ev Event) {
 	}
 }
 
+// Wait returns when the queued changes of file id are recorded; a change
+// held back (fsync within its interval, a new file's grace) is not waited
+// for: its data is durable in the live file already.
+func (r *Recorder) Wait(ctx context.Context, id fs.FileID) error {
+	r.mu.Lock()
+	target := r.seq[id]
+	r.mu.Unlock()
+	return r.waitFor(ctx, target)
+}
+
 // Sync releases every held change and returns when the sink has finished
 // everything queued so far, or ctx ends.
 func (r *Recorder) Sync(ctx context.Context) error {
@@ -192,11 +205,19 @@ func (r *Recorder) Sync(ctx context.Context) error {
 	for k := range r.held {
 		r.releaseLocked(k)
 	}
-	if r.done >= r.enq {
+	target := r.enq
+	r.mu.Unlock()
+	return r.waitFor(ctx, target)
+}
+
+// waitFor returns when the sink has finished the first target events.
+func (r *Recorder) waitFor(ctx context.Context, target uint64) error {
+	r.mu.Lock()
+	if r.done >= target {
 		r.mu.Unlock()
 		return nil
 	}
-	w := waiter{seq: r.enq, ch: make(chan struct{})}
+	w := waiter{seq: target, ch: make(chan struct{})}
 	r.waiters = append(r.waiters, w)
 	r.mu.Unlock()
 	select {

@@ -124,3 +124,29 @@ func TestMerge(t *testing.T) {
 }
 
 func rg(off, n int64) fs.Range { return fs.Range{Off: off, Len: n} }
+
+func TestRecorderWaitFile(t *testing.T) {
+	sink := &memSink{delay: 30 * time.Millisecond}
+	r := NewRecorder(sink, time.Hour, quiet())
+	defer r.Close(context.Background())
+	a, b := fs.NewFileID(), fs.NewFileID()
+	r.Changed(fs.Change{ID: a, Size: 1, Fsync: true})
+	r.Changed(fs.Change{ID: b, Size: 1, Fsync: true})
+	if err := r.Wait(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sink.changes()); n < 1 {
+		t.Fatalf("Wait returned before the file's change was recorded (%d recorded)", n)
+	}
+	r.Changed(fs.Change{ID: a, Size: 2, Fsync: true}) // held: within the interval
+	start := time.Now()
+	if err := r.Wait(context.Background(), a); err != nil || time.Since(start) > time.Second {
+		t.Fatalf("Wait on a held change: %v after %v", err, time.Since(start))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r.Changed(fs.Change{ID: b, Size: 3})
+	if err := r.Wait(ctx, b); err == nil && len(sink.changes()) < 3 {
+		t.Fatal("Wait with a cancelled context neither failed nor found the change recorded")
+	}
+}
