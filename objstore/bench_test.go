@@ -111,3 +111,46 @@ func BenchmarkChainCaps(b *testing.B) {
 		})
 	}
 }
+
+// mergeHistory writes S2's shape: two lines of a 200 KiB file diverge by
+// small edits and merge about 30% of the time, the merged content being the
+// other line's text plus a small edit (closer to p2).
+func mergeHistory(b testing.TB, s *Store, revs int) {
+	r := rand.New(rand.NewPCG(25, 26))
+	f := mustNewFile(b, s, "merge")
+	root := genText(r, 200<<10)
+	e := mustPut(b, s, PutRequest{File: f, Data: root})
+	heads := [2]index.RevID{e.ID(), e.ID()}
+	texts := [2][]byte{root, root}
+	for range revs {
+		l := r.IntN(2)
+		req := PutRequest{File: f, P1: heads[l]}
+		if r.IntN(10) < 3 && heads[0] != heads[1] {
+			req.P2, req.Data = heads[1-l], edit(r, texts[1-l], 1)
+		} else {
+			req.Data = edit(r, texts[l], 1+r.IntN(20))
+		}
+		heads[l], texts[l] = mustPut(b, s, req).ID(), req.Data
+	}
+}
+
+// BenchmarkMergeHistory compares best-of-parents with p1-only on S2's
+// shape. Run with -benchtime 1x; it reports the stored bytes of each.
+func BenchmarkMergeHistory(b *testing.B) {
+	for _, p1only := range []bool{false, true} {
+		b.Run(fmt.Sprintf("p1only=%v", p1only), func(b *testing.B) {
+			var st Stats
+			for range b.N {
+				s, _ := openNew(b, Config{P1Only: p1only})
+				mergeHistory(b, s, 400)
+				var err error
+				if st, err = s.Stats(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				s.Close()
+			}
+			b.ReportMetric(float64(st.StoredBytes), "stored-B")
+			b.ReportMetric(float64(st.ByKind["p2"]), "p2-deltas")
+		})
+	}
+}

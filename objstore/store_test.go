@@ -181,3 +181,43 @@ func TestCapsOnLongHistory(t *testing.T) {
 	}
 	t.Logf("kinds %v chain max %d mean %.1f stored %d of %d", st.ByKind, st.ChainMax, st.ChainMean, st.StoredBytes, st.LogicalBytes)
 }
+
+// TestBestOfParentsShrinksMerges: on a merge-heavy history (S2's shape)
+// best-of-parents stores at least 20% less than p1-only.
+func TestBestOfParentsShrinksMerges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("800 puts of 200 KiB")
+	}
+	size := func(p1only bool) uint64 {
+		s, _ := openNew(t, Config{P1Only: p1only})
+		mergeHistory(t, s, 400)
+		st, err := s.Stats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		verifyClean(t, s)
+		return st.StoredBytes
+	}
+	best, p1 := size(false), size(true)
+	t.Logf("best-of-parents %d bytes, p1-only %d (%.1f%% smaller)", best, p1, 100*(1-float64(best)/float64(p1)))
+	if float64(best) > 0.8*float64(p1) {
+		t.Fatalf("best-of-parents %d bytes is not 20%% below p1-only %d", best, p1)
+	}
+}
+
+func TestHintForCopies(t *testing.T) {
+	s, _ := openNew(t, Config{})
+	r := rand.New(rand.NewPCG(19, 20))
+	src := mustNewFile(t, s, "src")
+	text := genText(r, 30_000)
+	se := mustPut(t, s, PutRequest{File: src, Data: text})
+	dst := mustNewFile(t, s, "copy")
+	copied := edit(r, text, 2)
+	e := mustPut(t, s, PutRequest{File: dst, Data: copied, Hints: []index.RevID{se.ID()}})
+	if e.Kind != index.KindHint || e.Base != se.ID() || e.Stored > 500 {
+		t.Fatalf("copy with a hint stored as %v against %v, %d bytes", e.Kind, e.Base, e.Stored)
+	}
+	if !bytes.Equal(mustGet(t, s, e.ID()), copied) {
+		t.Fatal("copy reads back wrong")
+	}
+}
