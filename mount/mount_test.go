@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -237,4 +238,59 @@ func TestAllowOtherAddsDefaultPermissions(t *testing.T) {
 		}
 	}
 	t.Fatalf("%s not in mountinfo", l.mnt)
+}
+
+// TestInPlaceWritesRecordExactly edits a file in place, truncates and
+// extends it, and checks that every revision reads back as the content
+// it had at its close.
+func TestInPlaceWritesRecordExactly(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	p := filepath.Join(l.mnt, "db")
+	want := [][]byte{testutil.Bytes(5, 4<<20)}
+	if err := os.WriteFile(p, want[0], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	edit := func(fn func(f *os.File, cur []byte) []byte) {
+		time.Sleep(250 * time.Millisecond) // past the new-file grace: one revision each
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := fn(f, append([]byte(nil), want[len(want)-1]...))
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, next)
+	}
+	edit(func(f *os.File, cur []byte) []byte { // 4 KiB in place
+		b := testutil.Bytes(6, 4096)
+		f.WriteAt(b, 1<<20)
+		return append(cur[:1<<20], append(b, cur[1<<20+4096:]...)...)
+	})
+	edit(func(f *os.File, cur []byte) []byte { // cut, then write past the cut
+		f.Truncate(3 << 20)
+		f.WriteAt([]byte("tail"), 3<<20+100)
+		out := append(cur[:3<<20], make([]byte, 100)...)
+		return append(out, "tail"...)
+	})
+	edit(func(f *os.File, cur []byte) []byte { // extend with a hole
+		f.Truncate(int64(len(cur)) + 5000)
+		return append(cur, make([]byte, 5000)...)
+	})
+	l.stop(t)
+	st, revs := revisions(t, store)
+	if len(revs[1]) != len(want) {
+		t.Fatalf("%d revisions, want %d", len(revs[1]), len(want))
+	}
+	for i, e := range revs[1] {
+		got, err := st.Get(context.Background(), e.ID())
+		if err != nil || !bytes.Equal(got, want[i]) {
+			t.Fatalf("revision %d (%v) reads back wrong: %d bytes, %v", i, e.Kind, len(got), err)
+		}
+		if i > 0 && e.Stored > 20_000 {
+			t.Errorf("revision %d stored %d bytes (%v) for a small edit", i, e.Stored, e.Kind)
+		}
+		t.Logf("revision %d: %v, %d bytes stored", i, e.Kind, e.Stored)
+	}
 }

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
 	"github.com/deltafs/deltafs/objstore"
@@ -29,6 +31,10 @@ type storeSink struct {
 	log  *slog.Logger
 	ids  map[fs.FileID]index.FileID
 	last map[index.FileID]index.RevID // newest revision of each file
+	// known holds the size of a file's newest revision when that
+	// revision was recorded from a report of this mount, so that the
+	// next report's ranges describe the change from it exactly.
+	known map[index.FileID]int64
 	f    *os.File                     // idsFile, for appending
 }
 
@@ -38,7 +44,7 @@ func openStoreSink(st *objstore.Store, path string, log *slog.Logger) (*storeSin
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s := &storeSink{st: st, log: log, f: f, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}}
+	s := &storeSink{st: st, log: log, f: f, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}}
 	b, err := io.ReadAll(f)
 	if err != nil {
 		f.Close()
@@ -84,6 +90,7 @@ func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileI
 		return err
 	}
 	req := objstore.PutRequest{File: fid, Data: data, P1: s.prev(fid)}
+	s.carryWrites(&req, c)
 	for _, src := range c.Sources {
 		if sf, ok := s.ids[src.ID]; ok && sf != fid {
 			req.Hints = append(req.Hints, s.prev(sf))
@@ -97,7 +104,29 @@ func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileI
 		return fmt.Errorf("%s: record revision: %w", c.Path, err)
 	}
 	s.last[fid] = e.ID()
+	s.known[fid] = int64(len(data))
 	return nil
+}
+
+// carryWrites gives req the delta from its first parent built from the
+// written ranges alone (reading only those bytes), when the parent is
+// exactly the content the ranges start from. The store verifies it and
+// keeps it if no delta of its own is smaller.
+func (s *storeSink) carryWrites(req *objstore.PutRequest, c *fs.Change) {
+	baseLen, ok := s.known[req.File]
+	if !ok || c.New || c.Whole || req.P1.IsNull() || c.Kept > baseLen {
+		return
+	}
+	spans := make([]delta.Span, len(c.Dirty))
+	for i, r := range c.Dirty {
+		spans[i] = delta.Span{Off: r.Off, Len: r.Len}
+	}
+	d, err := delta.EncodeWrites(baseLen, c.Kept, int64(len(req.Data)), spans, bytes.NewReader(req.Data))
+	if err != nil {
+		s.log.Debug("no delta from the written ranges", "file", req.File, "err", err)
+		return
+	}
+	req.Delta, req.DeltaBase = d, req.P1
 }
 
 // fileFor returns the store identity of c's file, making one if needed.
