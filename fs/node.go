@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"context"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -29,6 +30,21 @@ type Node struct {
 	cached, passed int
 	writers        int      // open writable handles, of either mode
 	sess           *session // set while writers > 0 or a change is pending
+	reported       FileID   // id of the last Change reported, zero if none
+}
+
+// waitRecorded waits until the recorder has recorded the changes of n
+// reported so far, so that a writer about to change the file again does
+// not change it under a recording that reads the live file. Only this
+// one file waits, and only while its previous change is in the queue.
+func (n *Node) waitRecorded(ctx context.Context) syscall.Errno {
+	n.mu.Lock()
+	id := n.reported
+	n.mu.Unlock()
+	if id.IsZero() {
+		return 0
+	}
+	return n.fsys.errno("wait for recording", n.fsys.rec.Wait(ctx, id))
 }
 
 // livePath returns the absolute path of n in the live directory. For a

@@ -18,6 +18,9 @@ func (n *Node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if _, isHandle := f.(fdHolder); isHandle || !hasSize {
 		return n.LoopbackNode.Setattr(ctx, f, in, out)
 	}
+	if errno := n.waitRecorded(ctx); errno != 0 {
+		return errno
+	}
 	var before syscall.Stat_t
 	if err := syscall.Lstat(n.livePath(), &before); err != nil {
 		return n.fsys.errno("setattr", err)
@@ -50,6 +53,7 @@ func (n *Node) truncatedByPath(old, size int64) {
 	s := newSession(fd, false)
 	s.kept, s.changed = min(old, size), true
 	n.fsys.rec.Changed(s.report(fd, n.relPath(), false))
+	n.reported = s.id
 }
 
 // Getxattr hides deltafs's own attributes.

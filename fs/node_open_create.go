@@ -18,6 +18,11 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		// name now belongs to another file (or none).
 		return nil, 0, syscall.ENOENT
 	}
+	if isWritable(flags) {
+		if errno := n.waitRecorded(ctx); errno != 0 {
+			return nil, 0, errno
+		}
+	}
 	p := n.livePath()
 	truncFrom := int64(-1)
 	if flags&syscall.O_TRUNC != 0 && isWritable(flags) {
@@ -173,6 +178,7 @@ func (n *Node) report(fd int, fsync bool) bool {
 		return false
 	}
 	n.fsys.rec.Changed(s.report(fd, n.relPath(), fsync))
+	n.reported = s.id
 	return true
 }
 

@@ -35,7 +35,7 @@ type storeSink struct {
 	// revision was recorded from a report of this mount, so that the
 	// next report's ranges describe the change from it exactly.
 	known map[index.FileID]int64
-	f    *os.File                     // idsFile, for appending
+	f     *os.File // idsFile, for appending
 }
 
 // openStoreSink loads the id map of the store in dir.
