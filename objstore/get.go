@@ -97,12 +97,16 @@ func (s *Store) cacheRoot(want index.RevID, root *index.Entry, text []byte, cach
 	return nil
 }
 
+// maxChainWalk bounds a chain walk whatever the index says, so a corrupt
+// entry cannot send a read round a cycle for billions of steps.
+const maxChainWalk = 1 << 20
+
 // chain walks from e towards its fulltext, stopping early at a cached text.
 // It returns the entries newest first and the cached start text, if any.
 func (s *Store) chain(want index.RevID, e index.Entry, cache caches) ([]index.Entry, []byte, error) {
 	chain := []index.Entry{e}
 	for cur := e; cur.Kind != index.KindFull; {
-		if uint32(len(chain)) > e.ChainLen+1 {
+		if uint64(len(chain)) > uint64(e.ChainLen)+1 || len(chain) > maxChainWalk {
 			return nil, nil, corrupt(want, &cur, errors.New("chain longer than recorded"))
 		}
 		if t, ok := cache.get(cur.Base); ok {
@@ -149,10 +153,13 @@ func (s *Store) readChain(ctx context.Context, want index.RevID, chain []index.E
 
 // readRecord reads and checks e's record, returning its decoded payload.
 func (s *Store) readRecord(want index.RevID, e *index.Entry) ([]byte, error) {
+	if e.Stored < recOverhead || e.Stored > recOverhead+maxPayload {
+		return nil, corrupt(want, e, fmt.Errorf("index gives a record of %d bytes", e.Stored))
+	}
 	s.readRecords.Add(1)
 	s.readBytes.Add(int64(e.Stored))
 	raw, err := s.segs.readAt(e.Seg, e.Off, int(e.Stored))
-	if errors.Is(err, errShort) || err == nil && int(e.Stored) < recOverhead {
+	if errors.Is(err, errShort) {
 		return nil, corrupt(want, e, err)
 	}
 	if err != nil {
