@@ -8,11 +8,12 @@ import (
 // lru is a byte-bounded least-recently-used cache of immutable byte slices.
 // Safe for concurrent use. Values are shared: callers must not modify them.
 type lru[K comparable] struct {
-	mu     sync.Mutex
-	budget int64
-	used   int64
-	order  *list.List // front = most recent; elements hold *lruItem[K]
-	items  map[K]*list.Element
+	mu      sync.Mutex
+	keepOne bool // keep the newest value even if it alone exceeds the budget
+	budget  int64
+	used    int64
+	order   *list.List // front = most recent; elements hold *lruItem[K]
+	items   map[K]*list.Element
 }
 
 type lruItem[K comparable] struct {
@@ -36,17 +37,18 @@ func (c *lru[K]) get(k K) ([]byte, bool) {
 }
 
 // add inserts or replaces k. A value larger than the whole budget is not
-// cached (it would evict everything and then itself).
+// cached (it would evict everything and then itself), unless keepOne is set:
+// then it evicts everything else and stays alone.
 func (c *lru[K]) add(k K, v []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.removeLocked(k)
-	if int64(len(v)) > c.budget {
+	if int64(len(v)) > c.budget && !c.keepOne {
 		return
 	}
 	c.items[k] = c.order.PushFront(&lruItem[K]{key: k, val: v})
 	c.used += int64(len(v))
-	for c.used > c.budget {
+	for c.used > c.budget && c.order.Len() > 1 {
 		c.removeLocked(c.order.Back().Value.(*lruItem[K]).key)
 	}
 }

@@ -208,3 +208,19 @@ func TestNeighbourReadsReuseWork(t *testing.T) {
 		t.Fatalf("read of rev 4 read %d records (%d bytes): the fulltext was read again", n, b)
 	}
 }
+
+func TestLatestKeepsOneOversizedText(t *testing.T) {
+	s, _ := openNew(t, Config{LatestBytes: 1000, CacheBytes: 1000})
+	r := rand.New(rand.NewPCG(27, 28))
+	f := mustNewFile(t, s, "big")
+	text := genText(r, 20_000)
+	e := mustPut(t, s, PutRequest{File: f, Data: text})
+	n0 := s.readRecords.Load()
+	mustPut(t, s, PutRequest{File: f, Data: edit(r, text, 1), P1: e.ID()})
+	if n := s.readRecords.Load() - n0; n != 0 {
+		t.Fatalf("put of the next revision read %d records: its parent was not kept", n)
+	}
+	if used, n := s.latest.size(); n != 1 || used <= 1000 {
+		t.Fatalf("latest holds %d bytes in %d entries, want the one oversized text", used, n)
+	}
+}

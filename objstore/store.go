@@ -94,6 +94,9 @@ func openLocked(dir string, cfg Config, lock *storeLock, created bool) (*Store, 
 		idx.Close()
 		return nil, err
 	}
+	// A file larger than the latest budget still keeps its newest text, or
+	// every put of it would rebuild its parent from the chain.
+	s.latest.keepOne = true
 	return s, nil
 }
 
