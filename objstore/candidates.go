@@ -82,10 +82,23 @@ func plainOf(cands []prepared) []Candidate {
 	return plain
 }
 
+// computeAll computes the candidates' deltas. A carried delta goes first;
+// once it verifies, no delta of our own is computed against the same base:
+// what the caller already has is reused, not recomputed.
 func (s *Store) computeAll(ctx context.Context, cands []prepared, req *PutRequest, data []byte, t Target) error {
-	for i := range cands {
-		if err := s.computeDelta(ctx, &cands[i], req, data, t); err != nil {
-			return err
+	covered := map[index.RevID]bool{}
+	for _, carried := range []bool{true, false} {
+		for i := range cands {
+			c := &cands[i]
+			if (c.Role == RoleCarried) != carried || !carried && covered[c.Base] {
+				continue
+			}
+			if err := s.computeDelta(ctx, c, req, data, t); err != nil {
+				return err
+			}
+			if carried && c.DeltaLen >= 0 {
+				covered[c.Base] = true
+			}
 		}
 	}
 	return nil

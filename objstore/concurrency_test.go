@@ -134,6 +134,13 @@ func TestCarriedDelta(t *testing.T) {
 	if !bytes.Equal(mustGet(t, s, e.ID()), target) {
 		t.Fatal("reused delta reads back wrong")
 	}
+	// Against p1 itself, a verified carried delta is reused without
+	// computing a delta of our own.
+	target3 := edit(r, base, 1)
+	e3 := mustPut(t, s, PutRequest{File: f, Data: target3, P1: b.ID(), Delta: delta.Encode(base, target3), DeltaBase: b.ID()})
+	if e3.Kind != index.KindReused {
+		t.Fatalf("carried delta against p1 stored as %v", e3.Kind)
+	}
 	// A carried delta that does not produce the data is never stored.
 	target2 := edit(r, base, 2)
 	e2 := mustPut(t, s, PutRequest{File: f, Data: target2, P1: other.ID(), Delta: d, DeltaBase: b.ID()})

@@ -32,7 +32,7 @@ const (
 	RuleChainTooLong   = "chain too long"
 	RuleReadsTooMuch   = "chain reads more than the read cap"
 	RuleLargerThanText = "delta larger than text"
-	RuleNotComputed    = "delta not computed"
+	RuleNotComputed    = "delta not computed" // e.g. a carried delta covers its base
 	RuleNotSmallest    = "a smaller delta passed"
 	RuleSnapshotFirst  = "an intermediate snapshot was preferred"
 )
