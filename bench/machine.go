@@ -16,6 +16,20 @@ func writeMachine(w io.Writer) {
 		cpuModel(), runtime.NumCPU(), memTotal(), kernel(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
+// writeSource writes the commit the runner was built from, if it runs in
+// a git checkout.
+func writeSource(w io.Writer) {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return
+	}
+	dirty := ""
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+		dirty = ", with uncommitted changes"
+	}
+	fmt.Fprintf(w, "Source: commit %s%s\n\n", strings.TrimSpace(string(out)), dirty)
+}
+
 // cpuModel is lscpu's model name, or /proc/cpuinfo's.
 func cpuModel() string {
 	if out, err := exec.Command("lscpu").Output(); err == nil {
