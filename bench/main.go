@@ -45,6 +45,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	name := args[0]
 	opts, err := parseOptions(args[1:], stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -78,7 +81,7 @@ func parseOptions(args []string, stderr io.Writer) (Options, error) {
 	fs.IntVar(&o.Runs, "n", 5, "runs per measurement; figures are medians")
 	fs.StringVar(&o.OutDir, "out", "bench/out", "directory for the markdown reports")
 	fs.StringVar(&o.WorkDir, "work", "", "directory for generated files (default: a fresh temporary directory, removed afterwards)")
-	fs.IntVar(&o.SlowRuns, "slow-n", 3, "runs per measurement of the slow baselines (zstd -19), at most -n")
+	fs.IntVar(&o.SlowRuns, "slow-n", 3, "runs per measurement of the slow codecs (deltafs zstd-dict, zstd -19), at most -n")
 	fs.IntVar(&o.ChainSample, "chain-sample", 10, "revisions of a long chain that a slow baseline encodes (evenly spaced); totals are scaled to the whole chain")
 	fs.BoolVar(&o.NoInstall, "no-install", false, "do not try to apt-get install missing baselines")
 	if err := fs.Parse(args); err != nil {
