@@ -15,8 +15,12 @@ import (
 // writer's session).
 func (n *Node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	sz, hasSize := in.GetSize()
-	if _, isHandle := f.(fdHolder); isHandle || !hasSize {
-		return n.LoopbackNode.Setattr(ctx, f, in, out)
+	_, isHandle := f.(fdHolder)
+	switch {
+	case !hasSize:
+		return n.setattrMeta(ctx, f, in, out)
+	case isHandle:
+		return n.LoopbackNode.Setattr(ctx, f, in, out) // the handle notes the size
 	}
 	if errno := n.waitRecorded(ctx); errno != 0 {
 		return errno
@@ -30,6 +34,19 @@ func (n *Node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	}
 	n.truncatedByPath(before.Size, int64(sz))
 	return 0
+}
+
+// setattrMeta changes attributes other than a size by path, keeping an
+// open passthrough writer's change detection right.
+func (n *Node) setattrMeta(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.sess == nil {
+		return n.LoopbackNode.Setattr(ctx, f, in, out)
+	}
+	return n.sess.aroundSetattr(n.livePath(), func() syscall.Errno {
+		return n.LoopbackNode.Setattr(ctx, f, in, out)
+	})
 }
 
 // truncatedByPath notes a truncate(2) from size old to size.

@@ -314,3 +314,40 @@ func TestSnapshotsNameReserved(t *testing.T) {
 		t.Fatalf("a .snapshots below the root is an ordinary name: %v", err)
 	}
 }
+
+// TestPassthroughWriterUtimensIsNoChange: a writer that had to join a
+// passthrough reader is judged by size and mtime; setting the mtime is
+// not a write.
+func TestPassthroughWriterUtimensIsNoChange(t *testing.T) {
+	m := mountLive(t)
+	p := m.path("a")
+	if err := os.WriteFile(p, []byte("content"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.waitChanges(t, 1)
+	r, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, time.Unix(1, 0), time.Unix(2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	r.Close()
+	m.waitChanges(t, 0)
+	r, _ = os.Open(p)
+	w, _ = os.OpenFile(p, os.O_RDWR, 0)
+	writeAt(t, w, 0, []byte("C"))
+	if err := os.Chtimes(p, time.Unix(1, 0), time.Unix(2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	r.Close()
+	if c := m.waitChanges(t, 1)[0]; !c.Whole && len(c.Dirty) != 1 {
+		t.Fatalf("a write followed by utimens: %+v", c)
+	}
+}

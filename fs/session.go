@@ -65,7 +65,26 @@ func (s *session) movedOutside(fd int) bool {
 	if syscall.Fstat(fd, &st) != nil {
 		return true
 	}
+	return s.moved(&st)
+}
+
+func (s *session) moved(st *syscall.Stat_t) bool {
 	return st.Size != s.baseSize || st.Mtim != s.baseMtime
+}
+
+// aroundSetattr runs setattr, which may set the mtime itself: writes a
+// passthrough writer made before it are noted first, and the baseline
+// follows the new mtime, so that utimens is not taken for a write.
+func (s *session) aroundSetattr(path string, setattr func() syscall.Errno) syscall.Errno {
+	var st syscall.Stat_t
+	if s.whole && syscall.Lstat(path, &st) == nil && s.moved(&st) {
+		s.changed = true
+	}
+	errno := setattr()
+	if s.whole && syscall.Lstat(path, &st) == nil {
+		s.baseSize, s.baseMtime = st.Size, st.Mtim
+	}
+	return errno
 }
 
 // report returns the Change for the session's state, with the file's
