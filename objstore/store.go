@@ -24,6 +24,7 @@ type Store struct {
 	idx  *index.DB
 	segs *segments
 	enc  *zstd.Encoder // deltas
+	senc *zstd.Encoder // small deltas (see smallDelta)
 	fenc *zstd.Encoder // fulltexts
 	dec  *zstd.Decoder
 
@@ -64,6 +65,10 @@ func Open(dir string, cfg Config) (*Store, error) {
 	}
 	lock, err := acquireLock(dir, cfg.Holder)
 	if err != nil {
+		return nil, err
+	}
+	if err := recoverRepack(dir, cfg.Logger); err != nil { // see repack_shadow.go
+		lock.release()
 		return nil, err
 	}
 	s, err := openLocked(dir, cfg, lock, created)
@@ -125,6 +130,9 @@ func (s *Store) init(segDir string, created bool) error {
 	if s.fenc, err = newEncoder(zstd.SpeedBetterCompression); err != nil {
 		return err
 	}
+	if s.senc, err = newEncoder(zstd.SpeedBestCompression); err != nil {
+		return err
+	}
 	s.dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(2),
 		zstd.WithDecoderMaxMemory(maxDecoded), zstd.WithDecoderLowmem(true))
 	if err != nil {
@@ -140,7 +148,8 @@ func (s *Store) init(segDir string, created bool) error {
 // history and dominate the store size, so they get the better level.
 func newEncoder(l zstd.EncoderLevel) (*zstd.Encoder, error) {
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(l),
-		zstd.WithEncoderConcurrency(2), zstd.WithLowerEncoderMem(true))
+		zstd.WithEncoderConcurrency(2), zstd.WithLowerEncoderMem(true),
+		zstd.WithEncoderCRC(false)) // every record carries its own xxhash64
 	if err != nil {
 		return nil, fmt.Errorf("objstore: zstd: %w", err)
 	}
@@ -196,6 +205,7 @@ func (s *Store) Close() error {
 	}
 	errs = append(errs, s.segs.close(), s.idx.Close())
 	s.enc.Close()
+	s.senc.Close()
 	s.fenc.Close()
 	s.dec.Close()
 	errs = append(errs, s.lock.release())
