@@ -252,3 +252,56 @@ func TestMountSurvivesSIGKILL(t *testing.T) {
 		t.Fatalf("%d revisions (%v); want the 3 cleanly recorded ones at least", stats.Revisions, err)
 	}
 }
+
+// TestUntarAndBuildInMount untars the Go toolchain's own src/ (tarred up
+// here) into a mount, checks it against the original, copies a few
+// packages into a module inside the mount and builds and vets it there
+// with the build cache in the mount too, then removes the tree.
+func TestUntarAndBuildInMount(t *testing.T) {
+	if testing.Short() {
+		t.Skip("untars 11,000 files")
+	}
+	goroot := strings.TrimSpace(string(must(exec.Command("go", "env", "GOROOT").Output())))
+	dir := t.TempDir()
+	tarball := filepath.Join(dir, "src.tar")
+	runCmd(t, "", "tar", "-C", goroot, "-cf", tarball, "src")
+	store, mnt := filepath.Join(dir, "s.dfs"), mkdir(t, dir, "m")
+	p := startMount(t, store, mnt)
+	runCmd(t, "", "tar", "-C", mnt, "-xf", tarball)
+	runCmd(t, "", "diff", "-r", "-q", filepath.Join(goroot, "src"), filepath.Join(mnt, "src"))
+	mod := mkdir(t, mnt, "build")
+	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module gosrc\n\ngo 1.24\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range []string{"go/ast", "go/token", "go/printer", "text/tabwriter", "container/heap", "container/list", "encoding/csv", "bufio"} {
+		mkdir(t, mod, pkg)
+		runCmd(t, "", "sh", "-c", "cp "+filepath.Join(mnt, "src", pkg)+"/*.go "+filepath.Join(mod, pkg)+"/ && rm -f "+filepath.Join(mod, pkg)+"/*_test.go")
+	}
+	env := []string{"GOCACHE=" + filepath.Join(mnt, "cache"), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local"}
+	runEnv(t, mod, env, "go", "build", "./...")
+	runEnv(t, mod, env, "go", "vet", "./...")
+	runCmd(t, "", "rm", "-rf", filepath.Join(mnt, "src"), filepath.Join(mnt, "cache"))
+	p.stop(t, syscall.SIGTERM)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// runCmd runs a command in dir and fails the test on error.
+func runCmd(t *testing.T, dir string, name string, args ...string) {
+	t.Helper()
+	runEnv(t, dir, nil, name, args...)
+}
+
+func runEnv(t *testing.T, dir string, env []string, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+}
