@@ -54,6 +54,11 @@ func Open(dir string, opt Options) (*DB, error) {
 		WithValueLogFileSize(valueLogSize).
 		WithNumCompactors(2).
 		WithMetricsEnabled(false)
+	if !opt.ReadOnly {
+		if err := removeEmptyMemtables(dir); err != nil {
+			return nil, err
+		}
+	}
 	bdb, err := badger.Open(bo)
 	if err != nil {
 		return nil, fmt.Errorf("index: open %s: %w", dir, err)

@@ -3,6 +3,8 @@ package index
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -118,5 +120,27 @@ func TestCommitAndScan(t *testing.T) {
 	}
 	if v, ok, err := db2.Format(); v != 1 || !ok || err != nil {
 		t.Fatalf("format %d %v %v", v, ok, err)
+	}
+}
+
+// TestOpenAfterKillDuringMemtableCreate: a process killed between creating
+// a memtable log and sizing it leaves an empty *.mem; Open still works.
+func TestOpenAfterKillDuringMemtableCreate(t *testing.T) {
+	db, dir := openTest(t)
+	f, err := db.NewFile("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if err := os.WriteFile(filepath.Join(dir, "00009.mem"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("open with an empty memtable log: %v", err)
+	}
+	defer db2.Close()
+	if m, err := db2.File(f); err != nil || m.Name != "x" {
+		t.Fatalf("file record lost: %+v %v", m, err)
 	}
 }

@@ -24,6 +24,12 @@ const verifyCacheBytes = 64 << 20
 // content hash. It calls report for every bad revision and returns how many
 // it found; the error is for failures of the walk itself (e.g. ctx).
 func (s *Store) Verify(ctx context.Context, report func(Problem)) (int, error) {
+	return s.VerifyProgress(ctx, report, nil)
+}
+
+// VerifyProgress is Verify that also calls progress (if not nil) after each
+// revision with the number checked and the total.
+func (s *Store) VerifyProgress(ctx context.Context, report func(Problem), progress func(done, total int)) (int, error) {
 	var ids []index.RevID
 	err := s.idx.All(ctx, func(e index.Entry) error {
 		ids = append(ids, e.ID())
@@ -38,13 +44,16 @@ func (s *Store) Verify(ctx context.Context, report func(Problem)) (int, error) {
 	}
 	cache := caches{full: newLRU[index.RevID](verifyCacheBytes)}
 	bad := 0
-	for _, id := range ids {
+	for i, id := range ids {
 		if err := ctx.Err(); err != nil {
 			return bad, err
 		}
 		if err := s.verifyOne(ctx, id, tail, cache); err != nil {
 			bad++
 			report(Problem{Rev: id, Err: err})
+		}
+		if progress != nil {
+			progress(i+1, len(ids))
 		}
 	}
 	return bad, nil

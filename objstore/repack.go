@@ -1,0 +1,411 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/deltafs/deltafs/index"
+)
+
+// Repack rewrites how every revision of the store in dir is stored, offline:
+// it chooses each revision's base again among a wider window of candidates
+// than a put can afford, enforces the caps given (cutting chains that
+// exceed them) and writes the result into new segments, then switches to
+// them. RevIDs, parents, contents and hashes never change: only the base,
+// the kind, the chain facts and the record's place do, so anything that
+// names a revision (a snapshot, a live file) still names the same bytes.
+//
+// It takes the store lock itself, so it refuses a mounted store with a
+// *LockError naming the holder.
+//
+// Crash safety (see repack_shadow.go): new records and their entries go to
+// a shadow store in dir/repack/ until every revision is done; only then is
+// dir/repack/SWITCH written and the entries copied into the live index and
+// the segment directories swapped, a roll-forward that Open completes if it
+// finds the marker. Until then the live store is untouched, and an
+// interrupted repack resumes from the shadow's committed progress.
+func Repack(ctx context.Context, dir string, opt RepackOptions) (RepackReport, error) {
+	start := time.Now()
+	opt = opt.withDefaults()
+	if _, err := readFormat(dir); err != nil {
+		return RepackReport{}, err
+	}
+	lock, err := acquireLock(dir, "repack")
+	if err != nil {
+		return RepackReport{}, err
+	}
+	defer lock.release()
+	if err := recoverRepack(dir, opt.Logger); err != nil {
+		return RepackReport{}, err
+	}
+	if opt.MemoryLimit > 0 {
+		// A soft limit makes the collector work harder near it rather than
+		// let garbage texts push the process past it.
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(opt.MemoryLimit))
+	}
+	rp, err := newRepacker(ctx, dir, opt, lock)
+	if err != nil {
+		return RepackReport{}, err
+	}
+	rep, err := rp.run(ctx)
+	rep.Duration = time.Since(start)
+	rep.PeakRSS = peakRSS()
+	return rep, err
+}
+
+// Reuse says whether Repack may keep existing deltas verbatim.
+type Reuse uint8
+
+const (
+	ReuseAuto  Reuse = iota // keep a delta that meets the caps unless a candidate is clearly better
+	ReuseNever              // recompute every revision
+)
+
+// ParseReuse parses "auto" or "never".
+func ParseReuse(s string) (Reuse, error) {
+	switch s {
+	case "auto":
+		return ReuseAuto, nil
+	case "never":
+		return ReuseNever, nil
+	}
+	return 0, fmt.Errorf("reuse %q: want auto or never", s)
+}
+
+func (r Reuse) String() string {
+	if r == ReuseNever {
+		return "never"
+	}
+	return "auto"
+}
+
+// RepackOptions tune Repack. The zero value gives the defaults.
+type RepackOptions struct {
+	Window       int     // nearest earlier revisions of a file tried as bases; default DefaultRepackWindow
+	MaxChain     uint32  // chain length cap; default DefaultMaxChainLen
+	MaxReadRatio float64 // chain read cap as a multiple of the text; default DefaultMaxReadRatio
+	Reuse        Reuse
+	Jobs         int // files repacked at once; default GOMAXPROCS
+	// MemoryLimit bounds, in bytes, the fulltexts repack holds: the window's
+	// texts, the target, its candidate bases and the rebuild buffers, all of
+	// them at most the largest file's size. Repack shrinks the window and
+	// the number of jobs to fit, and clears its text cache when the heap
+	// nears the limit; badger and zstd add a fixed ~100 MiB it does not
+	// count. 0: no limit beyond the window.
+	MemoryLimit int64
+	Progress    func(RepackProgress) // called after every revision; may be nil
+	Logger      *slog.Logger
+	SegmentSize int64 // new segments roll past this; default DefaultSegmentSize
+
+	commitEvery int                     // revisions per shadow commit (tests make it small)
+	stopAt      func(step string) error // test hook: end the switch after a step, as a crash would
+}
+
+const (
+	// DefaultRepackWindow: git's pack-objects default window. Candidates
+	// further back in a file's history rarely win: each revision between
+	// adds its own edits to the delta.
+	DefaultRepackWindow = 10
+	// repackCommitEvery bounds the revisions committed to the shadow per
+	// transaction (badger caps a transaction's size) and the work an
+	// interruption loses.
+	repackCommitEvery = 256
+	// repackCommitBytes also commits after this many bytes of new records,
+	// so an interruption loses at most a few seconds of large revisions.
+	repackCommitBytes = 64 << 20
+)
+
+func (o RepackOptions) withDefaults() RepackOptions {
+	if o.Window <= 0 {
+		o.Window = DefaultRepackWindow
+	}
+	if o.MaxChain == 0 {
+		o.MaxChain = DefaultMaxChainLen
+	}
+	if o.MaxReadRatio <= 0 {
+		o.MaxReadRatio = DefaultMaxReadRatio
+	}
+	if o.Jobs <= 0 {
+		o.Jobs = runtime.GOMAXPROCS(0)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.SegmentSize <= 0 {
+		o.SegmentSize = DefaultSegmentSize
+	}
+	if o.commitEvery <= 0 {
+		o.commitEvery = repackCommitEvery
+	}
+	return o
+}
+
+func (o RepackOptions) caps() Caps {
+	return Caps{MaxChainLen: o.MaxChain, MaxReadRatio: o.MaxReadRatio, MinReadBytes: DefaultMinReadBytes}
+}
+
+// RepackProgress is what Repack reports after each revision.
+type RepackProgress struct {
+	Revisions  int64         // total revisions in the store
+	Done       int64         // revisions done, including those resumed
+	Committed  int64         // revisions durable in the shadow store
+	TotalBytes uint64        // sum of fulltext lengths in the store
+	Bytes      uint64        // fulltext bytes of the revisions done
+	Elapsed    time.Duration // since this run started
+}
+
+// RepackReport summarises a repack. Counts are of this run; revisions an
+// interrupted run already did are counted in ResumedRevisions.
+type RepackReport struct {
+	Files            int64         `json:"files"`
+	Revisions        int64         `json:"revisions"`
+	SizeBefore       uint64        `json:"size_before"` // segment bytes on disk
+	SizeAfter        uint64        `json:"size_after"`
+	StoredBefore     uint64        `json:"stored_before"` // sum of record lengths
+	StoredAfter      uint64        `json:"stored_after"`
+	Redeltaed        int64         `json:"redeltaed"` // base chosen again and record written anew
+	Reused           int64         `json:"reused"`    // existing delta record copied verbatim
+	Unchanged        int64         `json:"unchanged"` // fulltexts kept as they were, and dedups
+	Resumed          bool          `json:"resumed"`
+	ResumedRevisions int64         `json:"resumed_revisions"`
+	ChainMaxBefore   uint32        `json:"chain_max_before"`
+	ChainMaxAfter    uint32        `json:"chain_max_after"`
+	ChainMeanBefore  float64       `json:"chain_mean_before"`
+	ChainMeanAfter   float64       `json:"chain_mean_after"`
+	Window           int           `json:"window"` // in effect, after the memory limit
+	Jobs             int           `json:"jobs"`
+	Duration         time.Duration `json:"duration_ns"`
+	PeakRSS          int64         `json:"peak_rss"` // bytes, getrusage of the process
+}
+
+// repacker is one run of Repack.
+type repacker struct {
+	dir     string
+	opt     RepackOptions
+	caps    Caps
+	lock    *storeLock
+	live    *Store // the store as it is; read only
+	shadow  *Store // dir/repack: the new entries and segments
+	window  int
+	similar *similarFiles
+
+	total, totalBytes            int64
+	done, committed, doneBytes   atomic.Int64
+	redeltaed, reused, unchanged atomic.Int64
+	started                      time.Time
+	progressMu                   sync.Mutex
+}
+
+func newRepacker(ctx context.Context, dir string, opt RepackOptions, lock *storeLock) (*repacker, error) {
+	rp := &repacker{dir: dir, opt: opt, caps: opt.caps(), lock: lock, similar: newSimilarFiles(), started: time.Now()}
+	live, err := openLocked(dir, rp.liveConfig(DefaultCacheBytes), lock, false)
+	if err != nil {
+		return nil, err
+	}
+	rp.live = live
+	maxSize, err := rp.largestText(ctx)
+	if err == nil {
+		rp.fitMemory(maxSize)
+		rp.live.cache = newLRU[index.RevID](rp.cacheBudget(maxSize))
+		rp.shadow, err = openShadow(dir, opt)
+	}
+	if err != nil {
+		live.closeKeepLock()
+		return nil, err
+	}
+	return rp, nil
+}
+
+func (rp *repacker) liveConfig(cache int64) Config {
+	return Config{Logger: rp.opt.Logger, CacheBytes: cache, LatestBytes: 1,
+		MaxChainLen: rp.opt.MaxChain, MaxReadRatio: rp.opt.MaxReadRatio, SegmentSize: rp.opt.SegmentSize}.withDefaults()
+}
+
+// textsPerJob is what one job holds besides its window: the target, the
+// base being encoded against and the two rebuild buffers of a chain.
+const textsPerJob = 4
+
+// fitMemory shrinks the jobs, then the window, until the texts they hold
+// fit the memory limit.
+func (rp *repacker) fitMemory(maxSize uint64) {
+	rp.window = rp.opt.Window
+	if rp.opt.MemoryLimit <= 0 || maxSize == 0 {
+		return
+	}
+	texts := uint64(rp.opt.MemoryLimit) / maxSize // texts that fit
+	jobs := uint64(rp.opt.Jobs)
+	for jobs > 1 && texts < jobs*(textsPerJob+1) {
+		jobs--
+	}
+	rp.opt.Jobs = int(jobs)
+	per := texts / jobs
+	rp.window = max(1, min(rp.opt.Window, int(per)-textsPerJob))
+	if per < textsPerJob+1 {
+		rp.opt.Logger.Warn("memory limit below one job's texts; using window 1", "limit", rp.opt.MemoryLimit, "largest", maxSize)
+	}
+}
+
+// cacheBudget holds every job's window of texts, so that trying the window
+// never rebuilds a text twice.
+func (rp *repacker) cacheBudget(maxSize uint64) int64 {
+	n := int64(maxSize) * int64(rp.window+1) * int64(rp.opt.Jobs)
+	return max(n, 16<<20)
+}
+
+// largestText walks the index for the largest fulltext and the totals.
+func (rp *repacker) largestText(ctx context.Context) (uint64, error) {
+	var maxSize uint64
+	err := rp.live.idx.All(ctx, func(e index.Entry) error {
+		maxSize = max(maxSize, e.Size)
+		rp.total++
+		rp.totalBytes += int64(e.Size)
+		return nil
+	})
+	return maxSize, err
+}
+
+type fileJob struct {
+	id   index.FileID
+	meta index.FileMeta
+}
+
+// run repacks every file into the shadow, then switches.
+func (rp *repacker) run(ctx context.Context) (RepackReport, error) {
+	rep, err := rp.begin(ctx)
+	if err == nil {
+		err = rp.repackFiles(ctx, &rep)
+	}
+	if err == nil {
+		err = writeSwitch(rp.dir)
+	}
+	if err == nil && rp.opt.stopAt != nil {
+		err = rp.opt.stopAt("marked")
+	}
+	cerr := errors.Join(rp.shadow.closeKeepLock(), rp.live.closeKeepLock())
+	if err != nil {
+		return rep, err
+	}
+	if cerr != nil {
+		return rep, cerr
+	}
+	if err := finishSwitch(rp.dir, rp.opt.Logger, rp.opt.stopAt); err != nil {
+		return rep, err
+	}
+	return rep, rp.after(ctx, &rep)
+}
+
+// begin fills in the report's "before" half and the resumed progress.
+func (rp *repacker) begin(ctx context.Context) (RepackReport, error) {
+	st, err := rp.live.Stats(ctx)
+	if err != nil {
+		return RepackReport{}, err
+	}
+	rep := RepackReport{Files: st.Files, Revisions: st.Revisions, SizeBefore: st.SegmentBytes,
+		StoredBefore: st.StoredBytes, ChainMaxBefore: st.ChainMax, ChainMeanBefore: st.ChainMean,
+		Window: rp.window, Jobs: rp.opt.Jobs}
+	err = rp.shadow.idx.Files(ctx, func(f index.FileID, m index.FileMeta) error {
+		rep.ResumedRevisions += int64(m.Revs)
+		return nil
+	})
+	rep.Resumed = rep.ResumedRevisions > 0
+	rp.done.Store(rep.ResumedRevisions)
+	rp.committed.Store(rep.ResumedRevisions)
+	return rep, err
+}
+
+// repackFiles runs the jobs over every file.
+func (rp *repacker) repackFiles(ctx context.Context, rep *RepackReport) error {
+	var jobs []fileJob
+	err := rp.live.idx.Files(ctx, func(f index.FileID, m index.FileMeta) error {
+		jobs = append(jobs, fileJob{f, m})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ch := make(chan fileJob)
+	var wg sync.WaitGroup
+	for range rp.opt.Jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range ch {
+				if err := rp.repackFile(ctx, j); err != nil {
+					cancel(err)
+				}
+			}
+		}()
+	}
+	for _, j := range jobs {
+		select {
+		case ch <- j:
+		case <-ctx.Done():
+		}
+	}
+	close(ch)
+	wg.Wait()
+	rep.Redeltaed, rep.Reused, rep.Unchanged = rp.redeltaed.Load(), rp.reused.Load(), rp.unchanged.Load()
+	if err := context.Cause(ctx); err != nil {
+		return fmt.Errorf("objstore: repack: %w", err)
+	}
+	return nil
+}
+
+// after fills in the report's "after" half from the switched store.
+func (rp *repacker) after(ctx context.Context, rep *RepackReport) error {
+	s, err := openLocked(rp.dir, rp.liveConfig(16<<20), rp.lock, false)
+	if err != nil {
+		return err
+	}
+	defer s.closeKeepLock()
+	st, err := s.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	rep.SizeAfter, rep.StoredAfter = st.SegmentBytes, st.StoredBytes
+	rep.ChainMaxAfter, rep.ChainMeanAfter = st.ChainMax, st.ChainMean
+	return nil
+}
+
+// progress reports one more revision done.
+func (rp *repacker) progress(size uint64) {
+	rp.done.Add(1)
+	rp.doneBytes.Add(int64(size))
+	if rp.opt.Progress == nil {
+		return
+	}
+	rp.progressMu.Lock()
+	defer rp.progressMu.Unlock()
+	rp.opt.Progress(RepackProgress{Revisions: rp.total, Done: rp.done.Load(), Committed: rp.committed.Load(),
+		TotalBytes: uint64(rp.totalBytes), Bytes: uint64(rp.doneBytes.Load()), Elapsed: time.Since(rp.started)})
+}
+
+// closeKeepLock closes the store's index, segments and codecs but not its
+// lock, which the repack holds throughout.
+func (s *Store) closeKeepLock() error {
+	errs := []error{s.segs.close(), s.idx.Close()}
+	s.enc.Close()
+	s.senc.Close()
+	s.fenc.Close()
+	s.dec.Close()
+	return errors.Join(errs...)
+}
+
+// peakRSS returns the process's peak resident set size in bytes.
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024 // Linux reports KiB
+}

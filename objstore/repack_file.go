@@ -1,0 +1,226 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/deltafs/deltafs/index"
+)
+
+// outcome says what repack did with one revision.
+type outcome uint8
+
+const (
+	outRedelta   outcome = iota // base chosen again, record written anew
+	outReused                   // existing delta record copied verbatim
+	outUnchanged                // fulltext record copied verbatim, or a dedup
+)
+
+// fileWork is one job's state for the file it is repacking.
+type fileWork struct {
+	id    index.FileID
+	name  string
+	meta  index.FileMeta // the shadow's record: Revs = revisions done
+	ratio float64        // stored fulltext bytes per text byte, 0 if unknown
+}
+
+// fullEstimate estimates the stored fulltext of a text of n bytes, 0 if
+// the file's compression ratio is unknown yet.
+func (fw *fileWork) fullEstimate(n uint64) uint64 {
+	if fw.ratio == 0 {
+		return 0
+	}
+	return uint64(recOverhead + fw.ratio*float64(n))
+}
+
+// repackFile repacks the revisions of one file the shadow does not hold
+// yet, in revision order, committing every few hundred.
+func (rp *repacker) repackFile(ctx context.Context, j fileJob) error {
+	sm, err := rp.shadow.idx.File(j.id)
+	if errors.Is(err, index.ErrNotFound) {
+		sm, err = index.FileMeta{Name: j.meta.Name}, nil
+	}
+	if err != nil {
+		return err
+	}
+	fw := &fileWork{id: j.id, name: j.meta.Name, meta: sm}
+	var b *batch
+	var n int
+	var written uint64
+	for rev := index.Rev(sm.Revs); uint32(rev) < j.meta.Revs; rev++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if b, err = rp.repackRev(ctx, fw, index.RevID{File: j.id, Rev: rev}, &written); err != nil {
+			return fmt.Errorf("revision %d of file %d: %w", rev, j.id, err)
+		}
+		if n++; n%rp.opt.commitEvery == 0 || written >= repackCommitBytes {
+			if err := rp.commit(b, n); err != nil {
+				return err
+			}
+			n, written = 0, 0
+			rp.checkMemory()
+		}
+	}
+	if b != nil {
+		if err := rp.commit(b, n); err != nil {
+			return err
+		}
+	}
+	rp.similar.add(rp.shadow, fw)
+	return nil
+}
+
+func (rp *repacker) commit(b *batch, n int) error {
+	if err := rp.shadow.wait(b); err != nil {
+		return err
+	}
+	rp.committed.Add(int64(n))
+	return nil
+}
+
+// repackRev decides how to store one revision and appends it to the shadow.
+func (rp *repacker) repackRev(ctx context.Context, fw *fileWork, id index.RevID, written *uint64) (*batch, error) {
+	e, err := rp.live.idx.Entry(id)
+	if err != nil {
+		return nil, err
+	}
+	if e.Kind == index.KindFull {
+		fw.ratio = float64(e.Stored) / float64(max(e.Size, 1))
+	}
+	ne, rec, out, err := rp.decide(ctx, fw, e)
+	if err != nil {
+		return nil, err
+	}
+	s := rp.shadow
+	s.wmu.Lock()
+	if rec != nil {
+		seg, off, err := s.segs.append(rec)
+		if err != nil {
+			s.wmu.Unlock()
+			return nil, err
+		}
+		ne.Seg, ne.Off, ne.Stored = seg, off, uint32(len(rec))
+		*written += uint64(len(rec))
+	}
+	fw.meta.Revs++
+	if ne.Kind.IsSnapshot() {
+		fw.meta.LastSnap, fw.meta.HasSnap = ne.Rev, true
+	}
+	b := s.enqueue(ne, fw.meta)
+	s.wmu.Unlock()
+	rp.count(out)
+	rp.progress(e.Size)
+	return b, nil
+}
+
+func (rp *repacker) count(out outcome) {
+	switch out {
+	case outRedelta:
+		rp.redeltaed.Add(1)
+	case outReused:
+		rp.reused.Add(1)
+	default:
+		rp.unchanged.Add(1)
+	}
+}
+
+// decide returns the new entry (without its place) and the record to
+// append (nil for a dedup).
+func (rp *repacker) decide(ctx context.Context, fw *fileWork, e index.Entry) (index.Entry, []byte, outcome, error) {
+	if e.Kind == index.KindDedup {
+		return rp.dedupEntry(e), nil, outUnchanged, nil
+	}
+	if rp.opt.Reuse == ReuseAuto && e.Kind != index.KindFull {
+		ne, rec, ok, err := rp.tryReuse(fw, e)
+		if ok || err != nil {
+			return ne, rec, outReused, err
+		}
+	}
+	return rp.recompute(ctx, fw, e)
+}
+
+// dedupEntry keeps a dedup as it is, with its target's new chain facts if
+// the target is done already (the switch refreshes them otherwise).
+func (rp *repacker) dedupEntry(e index.Entry) index.Entry {
+	if te, err := rp.shadow.entry(e.Base); err == nil {
+		e.ChainLen, e.ChainBytes, e.Seg, e.Off = te.ChainLen, te.ChainBytes, te.Seg, te.Off
+	}
+	return e
+}
+
+// reuseTrust: with --reuse=auto an existing delta is kept without even
+// reading the text when it meets the caps and is under 1/reuseTrust of the
+// file's estimated compressed fulltext. Re-deltaing it could save at most
+// its own size, less than 1/16 of a fulltext, and would cost a rebuild of
+// the text and a delta per candidate: the cost git's reuse avoids (5x the
+// CPU for a pack 36% smaller, most of the gain from large deltas). Larger
+// deltas are re-examined, with the existing one as a candidate.
+const reuseTrust = 16
+
+// tryReuse keeps e's delta verbatim if its base is already in the shadow,
+// the new chain meets the caps and the delta is small enough to trust.
+func (rp *repacker) tryReuse(fw *fileWork, e index.Entry) (index.Entry, []byte, bool, error) {
+	be, err := rp.shadow.entry(e.Base)
+	if err != nil {
+		return index.Entry{}, nil, false, nil // base in a file not done yet
+	}
+	c := candidateOf(RoleCarried, be)
+	c.DeltaLen = int64(e.Stored)
+	est := fw.fullEstimate(e.Size)
+	if est == 0 || uint64(e.Stored)*reuseTrust > est || rule(c, Target{TextLen: e.Size, FullLen: est}, rp.caps) != "" {
+		return index.Entry{}, nil, false, nil
+	}
+	raw, err := rp.rawRecord(&e)
+	if err != nil {
+		return index.Entry{}, nil, false, err
+	}
+	return reusedEntry(e, be), raw, true, nil
+}
+
+// reusedEntry is e kept verbatim on top of its base's new entry be.
+func reusedEntry(e, be index.Entry) index.Entry {
+	e.ChainLen, e.ChainBytes = be.ChainLen+1, be.ChainBytes+uint64(e.Stored)
+	if (e.Kind == index.KindIntermediate || e.Kind == index.KindSnapshot) && !be.Kind.IsSnapshot() {
+		e.Kind = index.KindHint // its base is no longer a snapshot
+	}
+	return e
+}
+
+// rawRecord reads e's whole record and checks it, to copy it verbatim.
+func (rp *repacker) rawRecord(e *index.Entry) ([]byte, error) {
+	s := rp.live
+	if e.Stored < recOverhead || e.Stored > recOverhead+maxPayload {
+		return nil, corrupt(e.ID(), e, fmt.Errorf("index gives a record of %d bytes", e.Stored))
+	}
+	s.readRecords.Add(1)
+	s.readBytes.Add(int64(e.Stored))
+	raw, err := s.segs.readAt(e.Seg, e.Off, int(e.Stored))
+	if err != nil {
+		return nil, corrupt(e.ID(), e, err)
+	}
+	h, _, err := decodeRecord(raw)
+	if err == nil {
+		err = agree(&h, e)
+	}
+	if err != nil {
+		return nil, corrupt(e.ID(), e, err)
+	}
+	return raw, nil
+}
+
+// checkMemory clears the text cache when the heap nears the memory limit.
+func (rp *repacker) checkMemory() {
+	if rp.opt.MemoryLimit <= 0 {
+		return
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if ms.HeapAlloc > uint64(rp.opt.MemoryLimit)*9/10 {
+		rp.opt.Logger.Info("near the memory limit: clearing the text cache", "heap", ms.HeapAlloc)
+		rp.live.cache.clear()
+		runtime.GC()
+	}
+}

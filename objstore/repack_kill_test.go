@@ -1,0 +1,151 @@
+package objstore
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary re-executes itself to run a repack that the test kills:
+// REPACK_HELPER_DIR names the store.
+const repackHelperEnv = "REPACK_HELPER_DIR"
+
+// killOptions are the options of every repack in the kill loop, so each
+// run resumes the last one's shadow.
+func killOptions() RepackOptions {
+	return RepackOptions{Reuse: ReuseNever, Jobs: 1, commitEvery: 5, SegmentSize: 64 << 10}
+}
+
+func TestRepackHelperProcess(t *testing.T) {
+	dir := os.Getenv(repackHelperEnv)
+	if dir == "" {
+		t.Skip("only runs as a helper subprocess")
+	}
+	opt := killOptions()
+	last := int64(-1)
+	opt.Progress = func(p RepackProgress) {
+		if p.Committed != last {
+			last = p.Committed
+			fmt.Printf("committed %d of %d\n", p.Committed, p.Revisions)
+		}
+	}
+	fmt.Println("start")
+	rep, err := Repack(context.Background(), dir, opt)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("done %d\n", rep.Revisions)
+	os.Exit(0)
+}
+
+// startRepackHelper starts a repack subprocess on dir and returns it with
+// its stdout lines, after its first one.
+func startRepackHelper(t *testing.T, dir string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRepackHelperProcess$")
+	cmd.Env = append(os.Environ(), repackHelperEnv+"="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || sc.Text() != "start" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("repack helper did not start: %q", sc.Text())
+	}
+	return cmd, sc
+}
+
+// killAfter SIGKILLs the helper after wait (or lets it finish first) and
+// reports whether it was killed.
+func killAfter(t *testing.T, cmd *exec.Cmd, sc *bufio.Scanner, wait time.Duration) bool {
+	t.Helper()
+	done := make(chan bool)
+	go func() {
+		finished := false
+		for sc.Scan() {
+			finished = finished || strings.HasPrefix(sc.Text(), "done ")
+		}
+		done <- finished
+	}()
+	time.Sleep(wait)
+	cmd.Process.Signal(syscall.SIGKILL)
+	finished := <-done
+	err := cmd.Wait()
+	if !finished && (err == nil || !strings.Contains(err.Error(), "killed")) {
+		t.Fatalf("repack helper failed on its own: %v", err)
+	}
+	return !finished
+}
+
+// TestRepackKillLoop SIGKILLs repacks at random moments; after each kill the
+// store opens, reads every revision byte-identically and verifies clean.
+// A last repack killed mid-way is then resumed, not restarted.
+func TestRepackKillLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill loop skipped in -short")
+	}
+	h, dir := newHistoryStore(t, Config{P1Only: true, MaxChainLen: 4, SegmentSize: 64 << 10}, 4, 50, 40_000)
+	r := rand.New(rand.NewPCG(6, 2026))
+	const rounds = 24
+	start := time.Now()
+	killed := 0
+	for round := range rounds {
+		cmd, sc := startRepackHelper(t, dir)
+		if killAfter(t, cmd, sc, time.Duration(r.IntN(400))*time.Millisecond) {
+			killed++
+		}
+		h.check(t, dir)
+		if t.Failed() {
+			t.Fatalf("round %d", round)
+		}
+	}
+	if killed < rounds/2 {
+		t.Errorf("only %d of %d repacks were killed before they finished", killed, rounds)
+	}
+	// Kill one once it has committed some revisions but not half (a run
+	// that only finishes an already complete shadow does not count).
+	for try := 0; !killMidway(t, dir); try++ {
+		if try == 3 {
+			t.Fatal("no repack could be killed mid-way")
+		}
+	}
+	h.check(t, dir)
+	rep := mustRepack(t, dir, killOptions())
+	if !rep.Resumed || rep.ResumedRevisions == 0 || rep.ResumedRevisions+rep.Redeltaed+rep.Unchanged != rep.Revisions {
+		t.Errorf("the last repack did not resume: %+v", rep)
+	}
+	h.check(t, dir)
+	t.Logf("%d rounds, %d killed, %v; last run resumed %d of %d revisions", rounds, killed, time.Since(start), rep.ResumedRevisions, rep.Revisions)
+}
+
+// killMidway runs a repack and kills it once it has committed at least one
+// revision and less than half of them; false if it finished first.
+func killMidway(t *testing.T, dir string) bool {
+	cmd, sc := startRepackHelper(t, dir)
+	defer cmd.Wait()
+	defer cmd.Process.Signal(syscall.SIGKILL)
+	for sc.Scan() {
+		var n, total int64
+		if _, err := fmt.Sscanf(sc.Text(), "committed %d of %d", &n, &total); err == nil && n > 0 && n < total/2 {
+			cmd.Process.Signal(syscall.SIGKILL)
+			for sc.Scan() {
+			}
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,300 @@
+package objstore
+
+import (
+	"context"
+	"math/bits"
+	"path"
+	"sync"
+
+	"github.com/deltafs/deltafs/index"
+)
+
+// reuseMargin: under --reuse=auto a re-examined existing delta stays unless
+// a new candidate is clearly better, i.e. at least 10% smaller. Below that
+// the saving is within what the next edit of the file changes anyway, and
+// keeping it avoids writing a new record (and churning the store on every
+// repack of an already repacked store).
+const reuseMargin = 0.9
+
+// recompute chooses the revision's base among its window of candidates:
+// parents, the nearest earlier revisions, the existing delta (reuse=auto);
+// when none of them passes, the file's snapshots, then similar files.
+func (rp *repacker) recompute(ctx context.Context, fw *fileWork, e index.Entry) (index.Entry, []byte, outcome, error) {
+	text, err := rp.live.fulltext(ctx, e.ID())
+	if err != nil {
+		return index.Entry{}, nil, 0, err
+	}
+	t := Target{TextLen: e.Size}
+	cands := rp.inFile(fw, e)
+	if err := rp.computeAll(ctx, cands, text, t); err != nil {
+		return index.Entry{}, nil, 0, err
+	}
+	full, err := rp.fullLen(fw, e, text, &t, cands)
+	if err != nil {
+		return index.Entry{}, nil, 0, err
+	}
+	windowOnlyWithParents(cands, t, rp.caps)
+	d := SelectBase(t, plainOf(cands), rp.caps)
+	if d.Choice < 0 {
+		if cands, d, err = rp.widen(ctx, fw, e, text, t, cands); err != nil {
+			return index.Entry{}, nil, 0, err
+		}
+	}
+	d = preferExisting(d, cands)
+	return rp.build(e, text, cands, d, full)
+}
+
+// windowOnlyWithParents drops the window's candidates when no parent (nor
+// the existing delta) passes. The window is there to find a better base
+// than the parents, not to stretch a chain that reached the cap: past the
+// cap, deltas against ever older revisions would grow with every revision
+// between, where an intermediate snapshot starts a short chain again (what
+// a put does; see SelectBase).
+func windowOnlyWithParents(cands []prepared, t Target, caps Caps) {
+	for _, c := range cands {
+		if c.Role != RoleHint && rule(c.Candidate, t, caps) == "" {
+			return
+		}
+	}
+	for i := range cands {
+		if cands[i].Role == RoleHint {
+			cands[i].DeltaLen, cands[i].payload = -1, nil
+		}
+	}
+}
+
+// widen adds the file's snapshots, then similar files' revisions, while no
+// candidate passes.
+func (rp *repacker) widen(ctx context.Context, fw *fileWork, e index.Entry, text []byte, t Target, cands []prepared) ([]prepared, Decision, error) {
+	if fw.meta.HasSnap {
+		snaps, err := rp.shadow.snapshotCandidates(index.RevID{File: fw.id, Rev: fw.meta.LastSnap}, cands)
+		if err != nil {
+			return nil, Decision{}, err
+		}
+		if err := rp.computeAll(ctx, snaps, text, t); err != nil {
+			return nil, Decision{}, err
+		}
+		cands = append(cands, snaps...)
+		if d := SelectBase(t, plainOf(cands), rp.caps); d.Choice >= 0 {
+			return cands, d, nil
+		}
+	}
+	more := rp.similar.candidates(rp.shadow, fw, e.Size, cands)
+	if err := rp.computeAll(ctx, more, text, t); err != nil {
+		return nil, Decision{}, err
+	}
+	for i := range more {
+		// Another file's revision must be worth starting this file's chain
+		// on: half the fulltext at most, and leave half the chain cap.
+		c := &more[i]
+		if uint64(c.DeltaLen)*2 > t.FullLen || c.BaseChainLen+1 > rp.caps.MaxChainLen/2 {
+			c.DeltaLen, c.payload = -1, nil
+		}
+	}
+	cands = append(cands, more...)
+	return cands, SelectBase(t, plainOf(cands), rp.caps), nil
+}
+
+// inFile lists the candidates from the file itself, bases resolved in the
+// shadow (every earlier revision of the file is there already).
+func (rp *repacker) inFile(fw *fileWork, e index.Entry) []prepared {
+	var out []prepared
+	seen := map[index.RevID]bool{}
+	add := func(r Role, id index.RevID) {
+		if id.IsNull() {
+			return
+		}
+		be, err := rp.shadow.resolve(id)
+		if err != nil || seen[be.ID()] {
+			return // e.g. a parent in a file not done yet
+		}
+		seen[be.ID()] = true
+		out = append(out, prepared{Candidate: candidateOf(r, be)})
+	}
+	add(RoleP1, e.P1)
+	add(RoleP2, e.P2)
+	for i := 1; i <= rp.window && int(e.Rev)-i >= 0; i++ {
+		add(RoleHint, index.RevID{File: e.File, Rev: e.Rev - index.Rev(i)})
+	}
+	if rp.opt.Reuse == ReuseAuto && e.Kind != index.KindFull {
+		if be, err := rp.shadow.entry(e.Base); err == nil {
+			c := prepared{Candidate: candidateOf(RoleCarried, be)}
+			c.DeltaLen = int64(e.Stored)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// computeAll computes the candidates' deltas, skipping those whose chain
+// alone breaks the caps and the existing delta (its size is known).
+func (rp *repacker) computeAll(ctx context.Context, cands []prepared, text []byte, t Target) error {
+	for i := range cands {
+		c := &cands[i]
+		if c.Role == RoleCarried || ChainRule(c.Candidate, t, rp.caps) != "" {
+			continue
+		}
+		base, err := rp.live.fulltext(ctx, c.Base)
+		if err != nil {
+			return err
+		}
+		c.payload, c.flags = rp.live.encodeDelta(base, text)
+		c.DeltaLen = int64(recOverhead + len(c.payload))
+	}
+	return nil
+}
+
+// fullRec is the fulltext form of a revision, when known: the existing
+// record to copy, or a compressed payload.
+type fullRec struct {
+	raw     []byte
+	payload []byte
+	flags   byte
+}
+
+// fullLen sets t.FullLen: the existing fulltext record's exact size, an
+// estimate the best delta is clearly below (see fullMargin), or the
+// compressed text's.
+func (rp *repacker) fullLen(fw *fileWork, e index.Entry, text []byte, t *Target, cands []prepared) (fullRec, error) {
+	var f fullRec
+	if e.Kind == index.KindFull {
+		var err error
+		f.raw, err = rp.rawRecord(&e)
+		t.FullLen = uint64(len(f.raw))
+		return f, err
+	}
+	est := fw.fullEstimate(e.Size)
+	for _, c := range cands {
+		if est > 0 && c.DeltaLen >= 0 && ChainRule(c.Candidate, *t, rp.caps) == "" && uint64(c.DeltaLen)*fullMargin < est {
+			t.FullLen = est
+			return f, nil
+		}
+	}
+	f.payload, f.flags = compressWith(rp.live.fenc, text)
+	t.FullLen = uint64(recOverhead + len(f.payload))
+	fw.ratio = float64(t.FullLen) / float64(max(len(text), 1))
+	return f, nil
+}
+
+// preferExisting keeps the existing delta unless the choice is clearly
+// smaller (reuseMargin).
+func preferExisting(d Decision, cands []prepared) Decision {
+	if d.Choice < 0 || cands[d.Choice].Role == RoleCarried {
+		return d
+	}
+	for i, c := range cands {
+		if c.Role == RoleCarried && d.Tried[i].Reason == RuleNotSmallest &&
+			float64(cands[d.Choice].DeltaLen) > reuseMargin*float64(c.DeltaLen) {
+			d.Tried[d.Choice].Reason = "not clearly smaller than the existing delta"
+			d.Tried[i].Reason = ""
+			d.Choice, d.Intermediate = i, false
+			return d
+		}
+	}
+	return d
+}
+
+// build makes the new entry and its record from the decision.
+func (rp *repacker) build(e index.Entry, text []byte, cands []prepared, d Decision, full fullRec) (index.Entry, []byte, outcome, error) {
+	ne := e
+	if d.Choice < 0 {
+		ne.Kind, ne.Base, ne.ChainLen, ne.ChainBytes = index.KindFull, index.NullRev, 0, 0
+		if full.raw != nil {
+			ne.ChainBytes = uint64(len(full.raw))
+			return ne, full.raw, outUnchanged, nil
+		}
+		if full.payload == nil {
+			full.payload, full.flags = compressWith(rp.live.fenc, text)
+		}
+		return rp.fresh(ne, full.payload, full.flags)
+	}
+	c := &cands[d.Choice]
+	be, err := rp.shadow.entry(c.Base)
+	if err != nil {
+		return index.Entry{}, nil, 0, err
+	}
+	if c.Role == RoleCarried {
+		raw, err := rp.rawRecord(&e)
+		return reusedEntry(e, be), raw, outReused, err
+	}
+	ne.Kind, ne.Base = kindOf(c.Role, d.Intermediate), c.Base
+	ne.ChainLen, ne.ChainBytes = be.ChainLen+1, be.ChainBytes
+	return rp.fresh(ne, c.payload, c.flags)
+}
+
+// fresh makes a new record for ne with payload.
+func (rp *repacker) fresh(ne index.Entry, payload []byte, flags byte) (index.Entry, []byte, outcome, error) {
+	ne.Flags = index.Flags(flags)
+	rec := appendRecord(nil, recHeader{Flags: flags, ID: ne.ID(), TextLen: ne.Size}, payload)
+	ne.Stored = uint32(len(rec))
+	ne.ChainBytes += uint64(len(rec))
+	return ne, rec, outRedelta, nil
+}
+
+// similarFiles remembers, for files already repacked, their latest revision
+// by base name and by size class: git's name-hash ordering in spirit, so a
+// new file's first revision can delta against a file of the same name or
+// size elsewhere in the store. It is consulted only when nothing in the
+// file itself passes, and holds at most maxSimilar keys.
+type similarFiles struct {
+	mu     sync.Mutex
+	byName map[string]index.RevID
+	bySize map[int]index.RevID
+}
+
+// maxSimilar bounds the table, so its memory does not follow the store.
+const maxSimilar = 4096
+
+func newSimilarFiles() *similarFiles {
+	return &similarFiles{byName: map[string]index.RevID{}, bySize: map[int]index.RevID{}}
+}
+
+func sizeClass(n uint64) int { return bits.Len64(n) }
+
+// add records fw's latest revision once the file is committed to shadow.
+func (sf *similarFiles) add(shadow *Store, fw *fileWork) {
+	if fw.meta.Revs == 0 {
+		return
+	}
+	e, err := shadow.resolve(index.RevID{File: fw.id, Rev: index.Rev(fw.meta.Revs - 1)})
+	if err != nil {
+		return
+	}
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	if len(sf.byName) >= maxSimilar {
+		clear(sf.byName)
+	}
+	if name := path.Base(fw.name); fw.name != "" {
+		sf.byName[name] = e.ID()
+	}
+	sf.bySize[sizeClass(e.Size)] = e.ID()
+}
+
+// candidates returns up to two revisions of other files to try.
+func (sf *similarFiles) candidates(shadow *Store, fw *fileWork, size uint64, tried []prepared) []prepared {
+	sf.mu.Lock()
+	var ids []index.RevID
+	if id, ok := sf.byName[path.Base(fw.name)]; ok && fw.name != "" {
+		ids = append(ids, id)
+	}
+	if id, ok := sf.bySize[sizeClass(size)]; ok {
+		ids = append(ids, id)
+	}
+	sf.mu.Unlock()
+	seen := map[index.RevID]bool{}
+	for _, c := range tried {
+		seen[c.Base] = true
+	}
+	var out []prepared
+	for _, id := range ids {
+		if id.File == fw.id || seen[id] {
+			continue
+		}
+		seen[id] = true
+		if be, err := shadow.entry(id); err == nil {
+			out = append(out, prepared{Candidate: candidateOf(RoleHint, be)})
+		}
+	}
+	return out
+}

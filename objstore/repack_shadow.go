@@ -1,0 +1,262 @@
+package objstore
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/deltafs/deltafs/index"
+)
+
+// A repack in progress lives beside the live store:
+//
+//	repack/                  the shadow store: a store of the same layout
+//	repack/FORMAT            written when the shadow is created
+//	repack/OPTIONS           the options it was started with; a resumed run
+//	                         with other options starts over
+//	repack/index/            badger: one new Entry per revision done (same
+//	                         RevID, new base, kind, chain facts and place),
+//	                         FileMeta.Revs = revisions of the file done, tail
+//	repack/segments/         the new records
+//	repack/SWITCH            written once every revision is in the shadow:
+//	                         from then on the switch only rolls forward
+//	segments.old/            the old segments during the swap
+//	repack.done/             the shadow after the swap, being removed
+//
+// The switch: (1) copy every shadow entry into the live index (file records
+// get the new latest snapshot, the tail becomes the shadow's tail), in as many
+// transactions as needed; (2) rename segments/ to segments.old/ and
+// repack/segments/ to segments/; (3) remove segments.old/; (4) rename
+// repack/ to repack.done/ and remove it. Every step can be repeated, so
+// Open, finding repack/SWITCH, runs the switch again from the start before
+// it reads anything. Without SWITCH the live store is untouched and Open
+// leaves the shadow alone for the next repack to resume.
+const (
+	shadowName   = "repack"
+	switchName   = "SWITCH"
+	optionsName  = "OPTIONS"
+	oldSegsName  = "segments.old"
+	doneName     = "repack.done"
+	segmentsName = "segments"
+	switchChunk  = 1024 // entries per live-index transaction of the switch
+)
+
+// openShadow opens the shadow store of an interrupted repack with the same
+// options, or creates a fresh one.
+func openShadow(dir string, opt RepackOptions) (*Store, error) {
+	sdir := filepath.Join(dir, shadowName)
+	want := shadowOptions(opt)
+	cfg := Config{Logger: opt.Logger, SegmentSize: opt.SegmentSize, CacheBytes: 16 << 20, LatestBytes: 1,
+		MaxChainLen: opt.MaxChain, MaxReadRatio: opt.MaxReadRatio}.withDefaults()
+	got, err := os.ReadFile(filepath.Join(sdir, optionsName))
+	if err == nil && string(got) == want {
+		if _, err := readFormat(sdir); err == nil {
+			return openLocked(sdir, cfg, nil, false)
+		}
+	}
+	if err == nil {
+		opt.Logger.Info("repack options changed: starting over", "was", string(got), "now", want)
+	}
+	if err := os.RemoveAll(sdir); err != nil {
+		return nil, fmt.Errorf("objstore: repack: %w", err)
+	}
+	if err := os.MkdirAll(sdir, 0o755); err != nil {
+		return nil, fmt.Errorf("objstore: repack: %w", err)
+	}
+	s, err := openLocked(sdir, cfg, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	// OPTIONS last: its presence says the shadow is usable.
+	if err := writeFileSync(filepath.Join(sdir, optionsName), []byte(want)); err != nil {
+		s.closeKeepLock()
+		return nil, err
+	}
+	return s, nil
+}
+
+// shadowOptions are the options whose change makes a shadow unusable.
+func shadowOptions(o RepackOptions) string {
+	return fmt.Sprintf("window %d\nmax-chain %d\nmax-read-ratio %g\nreuse %v\n", o.Window, o.MaxChain, o.MaxReadRatio, o.Reuse)
+}
+
+// writeFileSync writes a small file durably (temp, fsync, rename, fsync dir).
+func writeFileSync(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("objstore: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		return fmt.Errorf("objstore: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeSwitch marks the shadow complete: from here the switch rolls forward.
+func writeSwitch(dir string) error {
+	return writeFileSync(filepath.Join(dir, shadowName, switchName), []byte("switch\n"))
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// recoverRepack completes a switch that was interrupted and removes what a
+// finished one left behind. Called by Open and Repack with the lock held,
+// before anything else reads the store.
+func recoverRepack(dir string, log *slog.Logger) error {
+	if exists(filepath.Join(dir, shadowName, switchName)) {
+		log.Warn("completing an interrupted repack switch", "store", dir)
+		return finishSwitch(dir, log, nil)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, doneName)); err != nil {
+		return fmt.Errorf("objstore: remove finished repack: %w", err)
+	}
+	return nil
+}
+
+// finishSwitch runs (or runs again) every step of the switch. stop, if not
+// nil, is a test hook that can end it after a named step, as a crash would.
+func finishSwitch(dir string, log *slog.Logger, stop func(step string) error) error {
+	sdir, done := filepath.Join(dir, shadowName), filepath.Join(dir, doneName)
+	if stop == nil {
+		stop = func(string) error { return nil }
+	}
+	steps := []struct {
+		name string
+		fn   func() error
+	}{
+		{"copied", func() error { return copyShadow(dir, sdir, log) }},
+		{"swapped", func() error { return swapSegments(dir, sdir) }},
+		{"old-removed", func() error { return os.RemoveAll(filepath.Join(dir, oldSegsName)) }},
+		{"renamed", func() error { return errors.Join(os.Rename(sdir, done), syncDir(dir)) }},
+		{"removed", func() error { return os.RemoveAll(done) }},
+	}
+	for _, st := range steps {
+		if err := st.fn(); err != nil {
+			return fmt.Errorf("objstore: repack switch: %s: %w", st.name, err)
+		}
+		if err := stop(st.name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyShadow writes every shadow entry into the live index.
+func copyShadow(dir, sdir string, log *slog.Logger) error {
+	sdb, err := index.Open(filepath.Join(sdir, "index"), index.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer sdb.Close()
+	ldb, err := index.Open(filepath.Join(dir, "index"), index.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer ldb.Close()
+	if err := checkComplete(ldb, sdb); err != nil {
+		return err
+	}
+	tail, err := sdb.Tail()
+	if err != nil {
+		return err
+	}
+	return sdb.Files(nil, func(f index.FileID, sm index.FileMeta) error {
+		lm, err := ldb.File(f)
+		if err != nil {
+			return err
+		}
+		lm.LastSnap, lm.HasSnap = sm.LastSnap, sm.HasSnap
+		return copyFile(ldb, sdb, f, lm, tail)
+	})
+}
+
+// checkComplete refuses a shadow that lacks a revision of the live store:
+// SWITCH is only written once the shadow holds all of them.
+func checkComplete(ldb, sdb *index.DB) error {
+	return ldb.Files(nil, func(f index.FileID, lm index.FileMeta) error {
+		if lm.Revs == 0 {
+			return nil
+		}
+		sm, err := sdb.File(f)
+		if err != nil || sm.Revs != lm.Revs {
+			return fmt.Errorf("%w: shadow has %d of the %d revisions of file %d (%v)", ErrCorrupt, sm.Revs, lm.Revs, f, err)
+		}
+		return nil
+	})
+}
+
+// copyFile copies file f's shadow entries in chunks. A dedup entry takes the
+// chain facts of its target's new entry (its target may be in a file done
+// after it).
+func copyFile(ldb, sdb *index.DB, f index.FileID, meta index.FileMeta, tail index.Tail) error {
+	b := index.Batch{Files: map[index.FileID]index.FileMeta{f: meta}, Tail: tail}
+	flush := func() error {
+		if len(b.Entries) == 0 {
+			return nil
+		}
+		err := ldb.Commit(&b)
+		b.Entries = b.Entries[:0]
+		return err
+	}
+	err := sdb.Revisions(nil, f, func(e index.Entry) error {
+		if e.Kind == index.KindDedup {
+			te, err := sdb.Entry(e.Base)
+			if err != nil {
+				return fmt.Errorf("dedup %v: %w", e.ID(), err)
+			}
+			e.ChainLen, e.ChainBytes, e.Seg, e.Off = te.ChainLen, te.ChainBytes, te.Seg, te.Off
+		}
+		b.Entries = append(b.Entries, e)
+		if len(b.Entries) >= switchChunk {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// swapSegments puts the shadow's segments in place of the live ones. Each
+// state a crash can leave is recognised by which directories exist.
+func swapSegments(dir, sdir string) error {
+	segs, old, fresh := filepath.Join(dir, segmentsName), filepath.Join(dir, oldSegsName), filepath.Join(sdir, segmentsName)
+	if !exists(fresh) {
+		return nil // already swapped
+	}
+	if exists(segs) && exists(old) {
+		// Only an empty directory made after the first rename can be here.
+		if err := os.Remove(segs); err != nil {
+			return err
+		}
+	}
+	if exists(segs) {
+		if err := os.Rename(segs, old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(fresh, segs); err != nil {
+		return err
+	}
+	return errors.Join(syncDir(dir), syncDir(sdir))
+}
