@@ -18,6 +18,7 @@ const (
 	exitNotStore    = 5 // the path holds something that is not a deltafs store (or a newer format)
 	exitNoFUSE      = 6 // no /dev/fuse, or no fusermount3 for a user
 	exitPermission  = 7 // permission denied on the store or the mount point
+	exitProblems    = 8 // verify ran and found problems in the store
 )
 
 // usageError marks an error in the command line itself: an unknown flag
@@ -40,6 +41,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ue):
 		return exitUsage
+	case isProblems(err):
+		return exitProblems
 	case mountErrorCode(err) != 0:
 		return mountErrorCode(err)
 	default:

@@ -50,7 +50,7 @@ func newRootCmd() *cobra.Command {
 		return &usageError{err: err}
 	})
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
-	root.AddCommand(newVersionCmd(), newDeltaCmd(), newMountCmd(), newUmountCmd())
+	root.AddCommand(newVersionCmd(), newDeltaCmd(), newMountCmd(), newUmountCmd(), newRepackCmd(), newVerifyCmd())
 	return root
 }
 

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/deltafs/deltafs/objstore"
+)
+
+func TestVerifyClean(t *testing.T) {
+	dir := makeStore(t, 2, 10)
+	r := runCLI(t, nil, "verify", dir)
+	if r.code != exitOK || r.stderr != "" || r.stdout != "verified 20 revisions of 2 files in "+dir+": clean\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, nil, "verify", "--json", dir)
+	var res verifyResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != exitOK {
+		t.Fatalf("exit %d, %v: %s", r.code, err, r.stdout)
+	}
+	if !res.Clean || res.Revisions != 20 || res.Files != 2 || res.Problems == nil || len(res.Problems) != 0 {
+		t.Fatalf("JSON: %+v", res)
+	}
+}
+
+// corruptSegment flips a byte in the middle of the store's first segment.
+func corruptSegment(t *testing.T, dir string) {
+	t.Helper()
+	p := filepath.Join(dir, "segments", "00000001.seg")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x55
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVerifyProblems(t *testing.T) {
+	dir := makeStore(t, 2, 10)
+	corruptSegment(t, dir)
+	r := runCLI(t, nil, "verify", dir)
+	if r.code != exitProblems {
+		t.Fatalf("exit %d, want %d; stdout %q stderr %q", r.code, exitProblems, r.stdout, r.stderr)
+	}
+	line := regexp.MustCompile(`^file \d+ \(dir/file\d\.txt\) revision \d+: .*unreadable`)
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	for _, l := range lines[:len(lines)-1] {
+		if !line.MatchString(l) {
+			t.Errorf("problem line %q", l)
+		}
+	}
+	n := len(lines) - 1
+	if n == 0 || lines[n] != fmt.Sprintf("verified 20 revisions of 2 files in %s: %d problems", dir, n) {
+		t.Errorf("summary %q after %d problems", lines[n], n)
+	}
+	if strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, fmt.Sprintf("deltafs: verify: %d problems found in %s", n, dir)) {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	r = runCLI(t, nil, "verify", "--json", dir)
+	var res verifyResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != exitProblems {
+		t.Fatalf("exit %d, %v: %s", r.code, err, r.stdout)
+	}
+	if res.Clean || len(res.Problems) != n || res.Problems[0].Name == "" || res.Problems[0].File == 0 || res.Problems[0].Error == "" {
+		t.Fatalf("JSON: %+v", res)
+	}
+}
+
+func TestVerifyCannotRun(t *testing.T) {
+	requireOneErrorLine(t, runCLI(t, nil, "verify", t.TempDir()), exitNotStore, "not a deltafs store")
+	dir := makeStore(t, 1, 2)
+	s, err := objstore.Open(dir, objstore.Config{Holder: "/mnt/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	requireOneErrorLine(t, runCLI(t, nil, "verify", dir), exitStoreLocked, "(/mnt/w)")
+	requireOneErrorLine(t, runCLI(t, nil, "verify"), exitUsage, "expects 1 arguments")
+}
+
+func TestExitCodeProblems(t *testing.T) {
+	if got := exitCode(fmt.Errorf("x: %w", &problemsError{n: 2, store: "s"})); got != exitProblems {
+		t.Fatalf("exit code %d", got)
+	}
+}
