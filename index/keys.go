@@ -13,7 +13,15 @@ package index
 //	                                                                of r/<file> yields revs in order
 //	h/<hash be64><file be64><rev be32>    empty                     content-hash lookup for dedup; only
 //	                                                                revisions with their own data
-//	s/...                                 reserved                  filesystem snapshots (later issue)
+//	m/nextsnap                            be64                      next SnapshotID to allocate
+//	t/<hash 32 bytes>                     Tree (see tree.go)        directory tree; the key is the
+//	                                                                SHA-256 of the value, so equal
+//	                                                                directories share one row
+//	s/i/<id be64>                         Snapshot (snapshot.go)    one snapshot; a prefix scan lists
+//	                                                                them in creation order
+//	s/n/<name>                            be64 id                   snapshot name -> id
+//	s/r/<id be64>                         xxhash64 + roaring64      revisions the snapshot references
+//	                                                                (see snapshot_refs.go)
 //
 // Integers are big-endian so that byte order is numeric order.
 
@@ -26,7 +34,25 @@ var (
 	prefixFile  = []byte("f/")
 	prefixRev   = []byte("r/")
 	prefixHash  = []byte("h/")
+
+	keyNextSnap    = []byte("m/nextsnap")
+	prefixTree     = []byte("t/")
+	prefixSnap     = []byte("s/i/")
+	prefixSnapName = []byte("s/n/")
+	prefixSnapRefs = []byte("s/r/")
 )
+
+func treeKey(h TreeHash) []byte { return append(append([]byte{}, prefixTree...), h[:]...) }
+
+func snapKey(id SnapshotID) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte{}, prefixSnap...), uint64(id))
+}
+
+func snapNameKey(name string) []byte { return append(append([]byte{}, prefixSnapName...), name...) }
+
+func snapRefsKey(id SnapshotID) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte{}, prefixSnapRefs...), uint64(id))
+}
 
 func fileKey(f FileID) []byte {
 	return binary.BigEndian.AppendUint64(append([]byte{}, prefixFile...), uint64(f))

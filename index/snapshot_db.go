@@ -1,0 +1,244 @@
+package index
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// PutTrees stores encoded trees by hash. Trees are content-addressed, so
+// writing one that exists changes nothing, and a tree whose snapshot never
+// committed is only an orphan row. They go in write batches of their own
+// (a first snapshot of a large tree exceeds one transaction's size), before
+// the snapshot record that names them.
+func (db *DB) PutTrees(trees map[TreeHash][]byte) error {
+	if len(trees) == 0 {
+		return nil
+	}
+	wb := db.bdb.NewWriteBatch()
+	defer wb.Cancel()
+	for h, b := range trees {
+		if err := wb.Set(treeKey(h), b); err != nil {
+			return fmt.Errorf("index: put tree %s: %w", h, err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("index: put trees: %w", err)
+	}
+	return nil
+}
+
+// Tree returns the tree called h.
+func (db *DB) Tree(h TreeHash) (*Tree, error) {
+	var t Tree
+	err := db.bdb.View(func(txn *badger.Txn) error {
+		b, err := getValue(txn, treeKey(h))
+		if err != nil {
+			return err
+		}
+		return t.UnmarshalBinary(b)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("index: tree %s: %w", h, err)
+	}
+	return &t, nil
+}
+
+// CreateSnapshot records s under a new SnapshotID (returned, and set in
+// s.ID) with its reference set, in one transaction. Its trees must have
+// been stored with PutTrees. A taken name gives an error matching
+// ErrExists.
+func (db *DB) CreateSnapshot(s *Snapshot, refs *Refs) (SnapshotID, error) {
+	if err := CheckName(s.Name); err != nil {
+		return 0, err
+	}
+	rb, err := encodeRefs(refs)
+	if err != nil {
+		return 0, err
+	}
+	err = db.update(func(txn *badger.Txn) error {
+		if _, err := getValue(txn, snapNameKey(s.Name)); !errors.Is(err, ErrNotFound) {
+			return errors.Join(fmt.Errorf("snapshot %q: %w", s.Name, ErrExists), err)
+		}
+		id, err := nextSnapID(txn)
+		if err != nil {
+			return err
+		}
+		s.ID = id
+		rec, _ := s.MarshalBinary()
+		return setAll(txn,
+			keyNextSnap, binary.BigEndian.AppendUint64(nil, uint64(id)+1),
+			snapKey(id), rec,
+			snapNameKey(s.Name), binary.BigEndian.AppendUint64(nil, uint64(id)),
+			snapRefsKey(id), rb)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("index: create snapshot: %w", err)
+	}
+	return s.ID, nil
+}
+
+func nextSnapID(txn *badger.Txn) (SnapshotID, error) {
+	b, err := getValue(txn, keyNextSnap)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return 1, nil
+	case err != nil:
+		return 0, err
+	case len(b) != 8:
+		return 0, fmt.Errorf("%w: next snapshot id", ErrDecode)
+	}
+	return SnapshotID(binary.BigEndian.Uint64(b)), nil
+}
+
+// setAll sets key, value pairs.
+func setAll(txn *badger.Txn, kv ...[]byte) error {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if err := txn.Set(kv[i], kv[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Snapshot returns the snapshot called name.
+func (db *DB) Snapshot(name string) (Snapshot, error) {
+	var s Snapshot
+	err := db.bdb.View(func(txn *badger.Txn) (err error) {
+		s, err = snapshotByName(txn, name)
+		return err
+	})
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("index: snapshot %q: %w", name, err)
+	}
+	return s, nil
+}
+
+func snapshotByName(txn *badger.Txn, name string) (Snapshot, error) {
+	var s Snapshot
+	b, err := getValue(txn, snapNameKey(name))
+	if err != nil {
+		return s, err
+	}
+	if len(b) != 8 {
+		return s, fmt.Errorf("%w: snapshot name row", ErrDecode)
+	}
+	rec, err := getValue(txn, snapKey(SnapshotID(binary.BigEndian.Uint64(b))))
+	if err != nil {
+		return s, err
+	}
+	return s, s.UnmarshalBinary(rec)
+}
+
+// Snapshots calls fn with every snapshot, in creation order.
+func (db *DB) Snapshots(ctx context.Context, fn func(Snapshot) error) error {
+	err := db.scan(ctx, prefixSnap, true, func(k, v []byte) error {
+		var s Snapshot
+		if err := s.UnmarshalBinary(v); err != nil {
+			return fmt.Errorf("key %x: %w", k, err)
+		}
+		return fn(s)
+	})
+	if err != nil {
+		return fmt.Errorf("index: snapshots: %w", err)
+	}
+	return nil
+}
+
+// LatestSnapshot returns the most recently created snapshot still there;
+// ok is false if there is none.
+func (db *DB) LatestSnapshot() (s Snapshot, ok bool, err error) {
+	err = db.bdb.View(func(txn *badger.Txn) error {
+		o := badger.DefaultIteratorOptions
+		o.Reverse = true
+		o.Prefix = prefixSnap
+		it := txn.NewIterator(o)
+		defer it.Close()
+		it.Seek(append(append([]byte{}, prefixSnap...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
+		if !it.Valid() {
+			return nil
+		}
+		v, err := it.Item().ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		ok = true
+		return s.UnmarshalBinary(v)
+	})
+	if err != nil {
+		return Snapshot{}, false, fmt.Errorf("index: latest snapshot: %w", err)
+	}
+	return s, ok, nil
+}
+
+// SnapshotRefs returns the reference set of snapshot id.
+func (db *DB) SnapshotRefs(id SnapshotID) (*Refs, error) {
+	var r *Refs
+	err := db.bdb.View(func(txn *badger.Txn) error {
+		b, err := getValue(txn, snapRefsKey(id))
+		if err != nil {
+			return err
+		}
+		r, err = decodeRefs(b)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("index: references of snapshot %d: %w", id, err)
+	}
+	return r, nil
+}
+
+// DeleteSnapshot removes the snapshot called name (its record, name and
+// reference set). Its trees stay: other snapshots may share them, and
+// freeing what none references is the garbage collector's job.
+func (db *DB) DeleteSnapshot(name string) error {
+	err := db.update(func(txn *badger.Txn) error {
+		s, err := snapshotByName(txn, name)
+		if err != nil {
+			return err
+		}
+		for _, k := range [][]byte{snapNameKey(name), snapKey(s.ID), snapRefsKey(s.ID)} {
+			if err := txn.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("index: delete snapshot %q: %w", name, err)
+	}
+	return nil
+}
+
+// RenameSnapshot renames snapshot from to to; its id, trees and
+// references stay. A taken name gives an error matching ErrExists.
+func (db *DB) RenameSnapshot(from, to string) error {
+	if err := CheckName(to); err != nil {
+		return err
+	}
+	err := db.update(func(txn *badger.Txn) error {
+		s, err := snapshotByName(txn, from)
+		if err != nil {
+			return err
+		}
+		if from == to {
+			return nil
+		}
+		if _, err := getValue(txn, snapNameKey(to)); !errors.Is(err, ErrNotFound) {
+			return errors.Join(fmt.Errorf("snapshot %q: %w", to, ErrExists), err)
+		}
+		s.Name = to
+		rec, _ := s.MarshalBinary()
+		if err := txn.Delete(snapNameKey(from)); err != nil {
+			return err
+		}
+		return setAll(txn, snapKey(s.ID), rec, snapNameKey(to), binary.BigEndian.AppendUint64(nil, uint64(s.ID)))
+	})
+	if err != nil {
+		return fmt.Errorf("index: rename snapshot %q: %w", from, err)
+	}
+	return nil
+}
