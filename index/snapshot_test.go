@@ -23,7 +23,9 @@ func openSnapDB(t *testing.T) *DB {
 	return db
 }
 
-func dirEntry(h TreeHash) TreeEntry { return TreeEntry{Mode: syscall.S_IFDIR | 0o755, Nlink: 2, Tree: h} }
+func dirEntry(h TreeHash) TreeEntry {
+	return TreeEntry{Mode: syscall.S_IFDIR | 0o755, Nlink: 2, Tree: h}
+}
 
 func TestSnapshotCRUD(t *testing.T) {
 	db := openSnapDB(t)
