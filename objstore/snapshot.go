@@ -1,0 +1,166 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/deltafs/deltafs/index"
+)
+
+// Snapshots of the whole tree. The store keeps what a snapshot is made
+// of (directory trees, content-addressed and shared between snapshots;
+// the revisions the file entries name; a record per snapshot) but never
+// builds one: walking the live tree is the mount's business. What it adds
+// is the reference set of each snapshot, built incrementally from the
+// previous one (see CreateSnapshot).
+
+// ErrExists matches a snapshot name that is taken.
+var ErrExists = index.ErrExists
+
+// ErrBadName matches an invalid snapshot name.
+var ErrBadName = index.ErrBadName
+
+// SnapshotRequest is a snapshot built by the caller.
+type SnapshotRequest struct {
+	Name string
+	Time time.Time
+	// Root is the root directory's entry; Root.Tree its tree.
+	Root index.TreeEntry
+	// Trees holds the encoded trees new in this snapshot, by hash; a
+	// tree already stored may be left out (the unchanged subtrees).
+	Trees map[index.TreeHash][]byte
+}
+
+// SnapshotResult says what creating a snapshot cost.
+type SnapshotResult struct {
+	Snapshot  index.Snapshot
+	TreesRead int // trees the reference diff loaded
+	Refs      uint64
+}
+
+// writable returns an error if the store takes no writes.
+func (s *Store) writable() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	switch {
+	case s.closed:
+		return ErrClosed
+	case s.cfg.ReadOnly:
+		return ErrReadOnly
+	}
+	return nil
+}
+
+// CreateSnapshot stores req's new trees, then records the snapshot with
+// its reference set: the latest snapshot's set plus and minus the file
+// revisions that differ between its tree and this one (index.DiffRefs),
+// so the cost follows what changed, not the size of the tree. Any earlier
+// snapshot would do as the base (the diff is exact between any two), so
+// concurrent creations need no lock.
+func (s *Store) CreateSnapshot(ctx context.Context, req SnapshotRequest) (SnapshotResult, error) {
+	if err := s.writable(); err != nil {
+		return SnapshotResult{}, err
+	}
+	if err := index.CheckName(req.Name); err != nil {
+		return SnapshotResult{}, err
+	}
+	if !req.Root.IsDir() || req.Root.Tree.IsZero() {
+		return SnapshotResult{}, fmt.Errorf("snapshot %q: root is not a directory tree", req.Name)
+	}
+	if _, err := s.idx.Snapshot(req.Name); err == nil {
+		return SnapshotResult{}, fmt.Errorf("snapshot %q: %w", req.Name, ErrExists)
+	}
+	if err := s.idx.PutTrees(req.Trees); err != nil {
+		return SnapshotResult{}, fmt.Errorf("snapshot %q: %w", req.Name, err)
+	}
+	refs, prev, read, err := s.nextRefs(req)
+	if err != nil {
+		return SnapshotResult{}, fmt.Errorf("snapshot %q: %w", req.Name, err)
+	}
+	snap := index.Snapshot{Name: req.Name, Time: req.Time.UnixNano(), Root: req.Root, Prev: prev}
+	if _, err := s.idx.CreateSnapshot(&snap, refs); err != nil {
+		return SnapshotResult{}, err
+	}
+	return SnapshotResult{Snapshot: snap, TreesRead: read, Refs: refs.GetCardinality()}, nil
+}
+
+// nextRefs builds req's reference set from the latest snapshot's.
+func (s *Store) nextRefs(req SnapshotRequest) (*index.Refs, index.SnapshotID, int, error) {
+	prev, ok, err := s.idx.LatestSnapshot()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	base, from := index.NewRefs(), index.TreeHash{}
+	if ok {
+		if base, err = s.idx.SnapshotRefs(prev.ID); err != nil {
+			return nil, 0, 0, err
+		}
+		from = prev.Root.Tree
+	}
+	load := func(h index.TreeHash) (*index.Tree, error) {
+		if b, ok := req.Trees[h]; ok {
+			var t index.Tree
+			return &t, t.UnmarshalBinary(b)
+		}
+		return s.idx.Tree(h)
+	}
+	d, err := index.DiffRefs(load, from, req.Root.Tree)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return d.Apply(base), prev.ID, d.Trees, nil
+}
+
+// Snapshot returns the snapshot called name.
+func (s *Store) Snapshot(name string) (index.Snapshot, error) { return s.idx.Snapshot(name) }
+
+// Snapshots calls fn with every snapshot, in creation order.
+func (s *Store) Snapshots(ctx context.Context, fn func(index.Snapshot) error) error {
+	return s.idx.Snapshots(ctx, fn)
+}
+
+// SnapshotList returns every snapshot, in creation order.
+func (s *Store) SnapshotList(ctx context.Context) ([]index.Snapshot, error) {
+	var out []index.Snapshot
+	err := s.idx.Snapshots(ctx, func(sn index.Snapshot) error { out = append(out, sn); return nil })
+	return out, err
+}
+
+// DeleteSnapshot deletes the snapshot called name. Its trees and
+// revisions stay in the store (a later garbage collection frees what no
+// snapshot and no live file references).
+func (s *Store) DeleteSnapshot(name string) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	return s.idx.DeleteSnapshot(name)
+}
+
+// RenameSnapshot renames a snapshot.
+func (s *Store) RenameSnapshot(from, to string) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	return s.idx.RenameSnapshot(from, to)
+}
+
+// Tree returns the directory tree called h.
+func (s *Store) Tree(h index.TreeHash) (*index.Tree, error) {
+	t, err := s.idx.Tree(h)
+	if errors.Is(err, index.ErrDecode) {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return t, err
+}
+
+// SnapshotRefs returns the set of revisions snapshot id references
+// (index.RefKey maps a RevID into it).
+func (s *Store) SnapshotRefs(id index.SnapshotID) (*index.Refs, error) {
+	r, err := s.idx.SnapshotRefs(id)
+	if errors.Is(err, index.ErrDecode) {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return r, err
+}
