@@ -129,37 +129,84 @@ func childEncode(_ context.Context, args []string) (ChildResult, error) {
 	return t.Result(total), nil
 }
 
-// storedSizes reports, per delta file of revs, its raw size and its size as the store
-// keeps it: compressed by zstd at the default and at the best level, the
-// compressed form kept only when it is smaller.
+// storedSizes reports, per delta file of revs, its raw size ("raw"), its
+// size as the store keeps it ("stored", see storePolicy) and its size
+// compressed at zstd's best level whatever its size ("best"), the
+// compressed form kept only when smaller.
 func storedSizes(ddir string, revs []int) (map[string][]int64, error) {
-	var deltas [][]byte
+	pol, err := newStorePolicy()
+	if err != nil {
+		return nil, err
+	}
+	defer pol.close()
+	sizes := map[string][]int64{}
 	for _, n := range revs {
 		d, err := os.ReadFile(deltaPath(ddir, n))
 		if err != nil {
 			return nil, err
 		}
-		deltas = append(deltas, d)
-	}
-	sizes := map[string][]int64{}
-	for _, lvl := range []struct {
-		name  string
-		level zstd.EncoderLevel
-	}{{"stored", zstd.SpeedDefault}, {"best", zstd.SpeedBestCompression}} {
-		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(lvl.level), zstd.WithEncoderConcurrency(1))
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range deltas {
-			n := min(len(d), len(enc.EncodeAll(d, nil)))
-			sizes[lvl.name] = append(sizes[lvl.name], int64(n))
-		}
-		enc.Close()
-	}
-	for _, d := range deltas {
 		sizes["raw"] = append(sizes["raw"], int64(len(d)))
+		sizes["stored"] = append(sizes["stored"], int64(pol.storedLen(d)))
+		sizes["best"] = append(sizes["best"], int64(smaller(pol.best, d)))
 	}
 	return sizes, nil
+}
+
+// storePolicy mirrors how objstore stores a delta payload (objstore has no
+// exported helper for it): a copy/insert delta is zstd-compressed, at
+// SpeedBestCompression up to smallDelta bytes and at SpeedDefault above,
+// without the frame CRC, and kept compressed only if smaller; payloads
+// under 64 bytes stay raw; a CodecZstd delta is stored as it is. It
+// mirrors objstore.(*Store).compress and compressWith in
+// objstore/candidates.go and the encoder options of newEncoder in
+// objstore/store.go; keep them in step.
+type storePolicy struct {
+	best, def *zstd.Encoder
+}
+
+// smallDelta is objstore's smallDelta.
+const smallDelta = 64 << 10
+
+func newStorePolicy() (storePolicy, error) {
+	var p storePolicy
+	var err error
+	if p.best, err = storeEncoder(zstd.SpeedBestCompression); err != nil {
+		return p, err
+	}
+	p.def, err = storeEncoder(zstd.SpeedDefault)
+	return p, err
+}
+
+func storeEncoder(l zstd.EncoderLevel) (*zstd.Encoder, error) {
+	return zstd.NewWriter(nil, zstd.WithEncoderLevel(l), zstd.WithEncoderConcurrency(1),
+		zstd.WithLowerEncoderMem(true), zstd.WithEncoderCRC(false))
+}
+
+func (p storePolicy) close() {
+	p.best.Close()
+	if p.def != nil {
+		p.def.Close()
+	}
+}
+
+// storedLen is the payload length objstore stores for delta d.
+func (p storePolicy) storedLen(d []byte) int {
+	if c, _, _, err := delta.Header(d); err == nil && c == delta.CodecZstd {
+		return len(d)
+	}
+	if len(d) <= smallDelta {
+		return smaller(p.best, d)
+	}
+	return smaller(p.def, d)
+}
+
+// smaller is len(d) compressed by enc, or len(d) if that is not smaller
+// (or d is under 64 bytes, which objstore never compresses).
+func smaller(enc *zstd.Encoder, d []byte) int {
+	if len(d) < 64 {
+		return len(d)
+	}
+	return min(len(d), len(enc.EncodeAll(d, nil)))
 }
 
 // childApply replays the chain from the base: revision n is rebuilt from

@@ -180,7 +180,7 @@ func deltaIntro(env *Env, missing []string) []string {
 func deltaNotes(env *Env) []string {
 	return []string{
 		"MB/s is target bytes per CPU second (10^6 B), one core: deltafs runs in a child process with GOMAXPROCS=1 and times only the call (inputs already in memory); xdelta3 and zstd are whole processes (user+sys), including reading their inputs from the page cache.",
-		"stored B is what the store keeps: a copy/insert delta compressed with klauspost zstd at the default level if that is smaller (the next column: at SpeedBestCompression); baselines' and zstd-dict deltas are already compressed and count as they are.",
+		"stored B is what the store keeps, by objstore's policy: a copy/insert delta compressed with klauspost zstd without the frame CRC, at SpeedBestCompression up to 64 KiB and SpeedDefault above, if that is smaller (the next column: every delta at SpeedBestCompression); zstd-dict deltas are stored as they are, and baselines' deltas count as they are.",
 		"apply replays the chain: revision n from the rebuilt revision n-1 and delta n, with delta.AppendApply into one of two reused, pre-faulted buffers (a first touch of fresh memory costs about as much as the whole apply here); every output is compared with the generated revision. Baselines apply each delta to the base file in a fresh process.",
 		fmt.Sprintf("RSS is the peak resident set: for deltafs the child's VmHWM, which holds base, target and output besides the codec's own memory; for baselines the tool's ru_maxrss, which includes a floor of %s MiB from the exec wrapper (measured running /bin/true).", mib(env.RSSFloor())),
 		"zstd runs with --long=W (W = bits of base+target size, so matches reach the whole base) for encode and decode.",
