@@ -85,6 +85,7 @@ func testEnv(t *testing.T) *Env {
 }
 
 func TestExecMeasuresProcess(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	s, err := env.Exec("sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done")
 	if err != nil {
@@ -102,6 +103,7 @@ func TestExecMeasuresProcess(t *testing.T) {
 // chain, in child processes as the runner does; apply checks every output
 // against the revision files.
 func TestDeltaChildren(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	c := workload.Chain{Name: "T", Seed: 5, BaseSize: 64 << 10, Steps: 2,
 		Edits: workload.EditSpec{Count: 3, MinLen: 10, MaxLen: 500}}

@@ -27,9 +27,9 @@ func main() {
 }
 
 // suites is the registry: every suite the runner knows, in report order.
-// Later suites (store, mount, repack) are added here.
+// Later suites (repack) are added here.
 func suites() []Suite {
-	return []Suite{deltaSuite()}
+	return []Suite{deltaSuite(), storeSuite(), mountSuite()}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -82,15 +82,17 @@ func parseOptions(args []string, stderr io.Writer) (Options, error) {
 	fs.StringVar(&o.OutDir, "out", "bench/out", "directory for the markdown reports")
 	fs.StringVar(&o.WorkDir, "work", "", "directory for generated files (default: a fresh temporary directory, removed afterwards)")
 	fs.IntVar(&o.SlowRuns, "slow-n", 3, "runs per measurement of the slow codecs (deltafs zstd-dict, zstd -19), at most -n")
+	fs.IntVar(&o.VCSRuns, "vcs-n", 1, "runs per measurement of the slow git and Mercurial ingests and repacks (store suite), at most -n")
 	fs.IntVar(&o.ChainSample, "chain-sample", 10, "revisions of a long chain that a slow baseline encodes (evenly spaced); totals are scaled to the whole chain")
+	fs.StringVar(&o.Only, "only", "", "run only these benchmarks of the suite, comma-separated (e.g. M1,M3)")
 	fs.BoolVar(&o.NoInstall, "no-install", false, "do not try to apt-get install missing baselines")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	if o.Runs < 1 || o.SlowRuns < 1 || o.ChainSample < 1 {
-		return o, errors.New("-n, -slow-n and -chain-sample must be at least 1")
+	if o.Runs < 1 || o.SlowRuns < 1 || o.VCSRuns < 1 || o.ChainSample < 1 {
+		return o, errors.New("-n, -slow-n, -vcs-n and -chain-sample must be at least 1")
 	}
-	o.SlowRuns = min(o.SlowRuns, o.Runs)
+	o.SlowRuns, o.VCSRuns = min(o.SlowRuns, o.Runs), min(o.VCSRuns, o.Runs)
 	return o, nil
 }
 

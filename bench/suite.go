@@ -34,10 +34,27 @@ type Report struct {
 type Options struct {
 	Runs        int
 	SlowRuns    int
+	VCSRuns     int
 	ChainSample int
 	OutDir      string
 	WorkDir     string
 	NoInstall   bool
+	// Only, if set, limits a suite to the comma-separated benchmark ids
+	// (e.g. "M1,M3").
+	Only string
+}
+
+// selected reports whether benchmark id is to run.
+func (o Options) selected(id string) bool {
+	if o.Only == "" {
+		return true
+	}
+	for _, x := range strings.Split(o.Only, ",") {
+		if strings.TrimSpace(x) == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Env is what a suite measures with: options, a work directory for its
