@@ -8,6 +8,8 @@
 //	LOCK                    flock(2)ed by the opener; holds its pid and holder
 //	index/                  badger database (package index)
 //	segments/NNNNNNNN.seg   append-only records, rolled at Config.SegmentSize
+//	repack/                 a repack in progress: a shadow store of the same
+//	                        layout, switched to atomically (repack_shadow.go)
 //
 // Invariants:
 //   - a record is written once and never rewritten; each carries an xxhash64
@@ -35,6 +37,11 @@
 // per revision instead, so none is kept). A read holds the chain's stored
 // records (at most MaxReadRatio x the text), two text buffers and the result;
 // rebuilt texts go to a byte-bounded cache (Config.CacheBytes).
+//
+// Repack rewrites where and how revisions are stored, offline, never their
+// RevIDs or contents: it writes a shadow store, and only once that holds
+// every revision does a marker make the switch roll forward, which Open
+// completes after a crash.
 //
 // Locking: Open takes an exclusive flock on dir/LOCK for writers and
 // read-only opens alike (repack, verify and the mount never share a store).

@@ -99,7 +99,7 @@ type RepackOptions struct {
 	// them at most the largest file's size. Repack shrinks the window and
 	// the number of jobs to fit, and clears its text cache when the heap
 	// nears the limit; badger and zstd add a fixed ~100 MiB it does not
-	// count. 0: no limit beyond the window.
+	// count. 0: half the machine's memory.
 	MemoryLimit int64
 	Progress    func(RepackProgress) // called after every revision; may be nil
 	Logger      *slog.Logger
@@ -141,6 +141,9 @@ func (o RepackOptions) withDefaults() RepackOptions {
 	}
 	if o.SegmentSize <= 0 {
 		o.SegmentSize = DefaultSegmentSize
+	}
+	if o.MemoryLimit <= 0 {
+		o.MemoryLimit = totalMemory() / 2
 	}
 	if o.commitEvery <= 0 {
 		o.commitEvery = repackCommitEvery
@@ -399,6 +402,15 @@ func (s *Store) closeKeepLock() error {
 	s.fenc.Close()
 	s.dec.Close()
 	return errors.Join(errs...)
+}
+
+// totalMemory returns the machine's memory in bytes, 0 if unknown.
+func totalMemory() int64 {
+	var si syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&si); err != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
 }
 
 // peakRSS returns the process's peak resident set size in bytes.

@@ -59,8 +59,8 @@ func openShadow(dir string, opt RepackOptions) (*Store, error) {
 	if err == nil {
 		opt.Logger.Info("repack options changed: starting over", "was", string(got), "now", want)
 	}
-	if err := os.RemoveAll(sdir); err != nil {
-		return nil, fmt.Errorf("objstore: repack: %w", err)
+	if err := removeShadow(sdir); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(sdir, 0o755); err != nil {
 		return nil, fmt.Errorf("objstore: repack: %w", err)
@@ -75,6 +75,22 @@ func openShadow(dir string, opt RepackOptions) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// removeShadow removes an unusable shadow, OPTIONS first: a removal cut
+// short must not leave a half-removed shadow that looks usable.
+func removeShadow(sdir string) error {
+	err := os.Remove(filepath.Join(sdir, optionsName))
+	if err == nil {
+		err = syncDir(sdir)
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("objstore: repack: %w", err)
+	}
+	if err := os.RemoveAll(sdir); err != nil {
+		return fmt.Errorf("objstore: repack: %w", err)
+	}
+	return nil
 }
 
 // shadowOptions are the options whose change makes a shadow unusable.
