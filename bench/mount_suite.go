@@ -21,7 +21,7 @@ func mountSuite() Suite {
 		Children: map[string]ChildFunc{
 			loopbackOp: childLoopback, "seqwrite": childSeqWrite, "seqread": childSeqRead,
 			"randread": childRandRead, "randwrite": childRandWrite, "saves": childSaves,
-			"revisions": childRevisions,
+			"revisions": childRevisions, "mkfiles": childMkfiles,
 		},
 	}
 }
@@ -67,11 +67,14 @@ func runMountSuite(env *Env) (Report, error) {
 		results = append(results, r)
 		rep.Tables = append(rep.Tables, r.table())
 	}
-	git, notes, err := env.mountExtras(bin)
+	git, m4, notes, err := env.mountExtras(bin)
 	if err != nil {
 		return rep, err
 	}
-	rep.Tables = append(rep.Tables, mountTargets(results, git))
+	if m4 != nil {
+		rep.Tables = append(rep.Tables, m4.table())
+	}
+	rep.Tables = append(rep.Tables, mountTargets(results, git, m4))
 	rep.Notes = append(notes, mountNotes()...)
 	return rep, nil
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -75,4 +77,31 @@ func runM5Small(env *Env, tg *target) (phase, error) {
 		return phase{}, err
 	}
 	return phase{wall: s.Wall, bytes: sum}, nil
+}
+
+// TestMkfiles checks M4's tree builder and its 10-file changes on a plain
+// directory: every change lands on an existing file, each round on others.
+func TestMkfiles(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := childMkfiles(context.Background(), []string{"-dir", dir, "-ops", "250"}); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "tree", "d*", "f*"))
+	if len(files) != 250 {
+		t.Fatalf("%d files, want 250", len(files))
+	}
+	for k := range 2 {
+		if err := touch10(dir, 250, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed := 0
+	for _, f := range files {
+		if b, _ := os.ReadFile(f); strings.HasPrefix(string(b), "round") {
+			changed++
+		}
+	}
+	if changed != 20 {
+		t.Fatalf("%d files changed by two rounds, want 20", changed)
+	}
 }

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// M4: snapshots. Measured only when mkdir MNT/.snapshots/NAME works on
+// the deltafs build under test (native and loopback have no snapshots).
+
+// m4Trees are the tree sizes whose snapshot time M4 compares.
+var m4Trees = []int{1_000, 10_000, 100_000}
+
+// m4Snapshots is how many snapshots `ls .snapshots` lists.
+const m4Snapshots = 10_000
+
+// m4Result: median snapshot creation time per tree size, and the time
+// of `ls .snapshots` with m4Snapshots snapshots.
+type m4Result struct {
+	create map[int]time.Duration
+	list   time.Duration
+}
+
+// childMkfiles creates -ops small files in directories of 100 under dir.
+func childMkfiles(_ context.Context, args []string) (ChildResult, error) {
+	a, err := parseIOArgs(args)
+	if err != nil {
+		return ChildResult{}, err
+	}
+	var t Timer
+	t.Start()
+	for i := range a.ops {
+		d := filepath.Join(a.dir, "tree", fmt.Sprintf("d%04d", i/100))
+		if i%100 == 0 {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return ChildResult{}, err
+			}
+		}
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("f%03d", i%100)), []byte(strconv.Itoa(i)+"\n"), 0o644); err != nil {
+			return ChildResult{}, err
+		}
+	}
+	t.Stop()
+	return t.Result(int64(a.ops)), nil
+}
+
+// touch10 rewrites 10 of the tree's n files (round k picks other ones).
+func touch10(dir string, n, k int) error {
+	for j := range 10 {
+		i := (k*10 + j) * (n / 100) % n
+		p := filepath.Join(dir, "tree", fmt.Sprintf("d%04d", i/100), fmt.Sprintf("f%03d", i%100))
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("round %d\n", k)), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// snapshot times mkdir MNT/.snapshots/name.
+func snapshot(mnt, name string) (time.Duration, error) {
+	t0 := time.Now()
+	err := os.Mkdir(filepath.Join(mnt, ".snapshots", name), 0o755)
+	return time.Since(t0), err
+}
+
+func (e *Env) runM4(bin string) (m4Result, error) {
+	r := m4Result{create: map[int]time.Duration{}}
+	for _, n := range m4Trees {
+		d, err := e.m4Tree(bin, n)
+		if err != nil {
+			return r, fmt.Errorf("M4 %d files: %w", n, err)
+		}
+		r.create[n] = d
+	}
+	var err error
+	r.list, err = e.m4List(bin)
+	return r, err
+}
+
+// m4Tree builds a tree of n files, takes a first snapshot, then -n times
+// changes 10 files and times the next snapshot.
+func (e *Env) m4Tree(bin string, n int) (time.Duration, error) {
+	t, err := e.setup(kindDeltafs, bin)
+	if err != nil {
+		return 0, err
+	}
+	defer t.remove()
+	defer t.teardown()
+	e.Logf("M4: %d files", n)
+	if _, err := e.child(t, "mkfiles", "-ops", strconv.Itoa(n)); err != nil {
+		return 0, err
+	}
+	if _, err := snapshot(t.dir, "base"); err != nil {
+		return 0, err
+	}
+	var times []time.Duration
+	for k := range e.Opts.Runs {
+		if err := touch10(t.dir, n, k); err != nil {
+			return 0, err
+		}
+		d, err := snapshot(t.dir, "s"+strconv.Itoa(k))
+		if err != nil {
+			return 0, err
+		}
+		times = append(times, d)
+	}
+	return median(times), nil
+}
+
+// m4List takes m4Snapshots snapshots of a small tree and times `ls`.
+func (e *Env) m4List(bin string) (time.Duration, error) {
+	t, err := e.setup(kindDeltafs, bin)
+	if err != nil {
+		return 0, err
+	}
+	defer t.remove()
+	defer t.teardown()
+	if _, err := e.child(t, "mkfiles", "-ops", "100"); err != nil {
+		return 0, err
+	}
+	e.Logf("M4: %d snapshots", m4Snapshots)
+	for i := range m4Snapshots {
+		if _, err := snapshot(t.dir, fmt.Sprintf("snap%05d", i)); err != nil {
+			return 0, err
+		}
+	}
+	sum, err := Repeat(e.Opts.Runs, func() (Sample, error) {
+		return e.Exec("ls", filepath.Join(t.dir, ".snapshots"))
+	})
+	return sum.Wall, err
+}
+
+func (r m4Result) table() Table {
+	t := Table{Title: "M4: snapshots (deltafs only)",
+		Doc:    "mkdir MNT/.snapshots/NAME after changing 10 files since the previous snapshot (median), and `ls .snapshots` (whole process) with 10,000 snapshots.",
+		Header: []string{"tree", "snapshot time"}}
+	for _, n := range m4Trees {
+		t.Add(fmt.Sprintf("%d files", n), ms(r.create[n]))
+	}
+	t.Add(fmt.Sprintf("ls .snapshots, %d snapshots", m4Snapshots), ms(r.list))
+	return t
+}
