@@ -1,0 +1,148 @@
+package fs
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"syscall"
+
+	"github.com/deltafs/deltafs/index"
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// SnapshotsDir is the .snapshots directory: one read-only directory per
+// snapshot. mkdir takes a snapshot, rmdir deletes one, rename renames one
+// (within .snapshots only), readdir lists them; nothing else may be
+// created in it.
+type SnapshotsDir struct {
+	gofs.Inode
+	v *view
+}
+
+var (
+	_ = (gofs.NodeLookuper)((*SnapshotsDir)(nil))
+	_ = (gofs.NodeReaddirer)((*SnapshotsDir)(nil))
+	_ = (gofs.NodeMkdirer)((*SnapshotsDir)(nil))
+	_ = (gofs.NodeRmdirer)((*SnapshotsDir)(nil))
+	_ = (gofs.NodeRenamer)((*SnapshotsDir)(nil))
+	_ = (gofs.NodeCreater)((*SnapshotsDir)(nil))
+	_ = (gofs.NodeGetattrer)((*SnapshotsDir)(nil))
+	_ = (gofs.NodeSetattrer)((*SnapshotsDir)(nil))
+)
+
+// NewSnapshotsDir returns the .snapshots directory over s; log receives
+// the log lines of failed operations (nil discards).
+func NewSnapshotsDir(s Snapshots, log *slog.Logger) *SnapshotsDir {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &SnapshotsDir{v: &view{snaps: s, log: log, trees: map[index.TreeHash]*index.Tree{}}}
+}
+
+func (d *SnapshotsDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = syscall.S_IFDIR | 0o755
+	out.Nlink = 2
+	out.Ino = d.StableAttr().Ino
+	return 0
+}
+
+func (d *SnapshotsDir) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return syscall.EROFS
+}
+
+func (d *SnapshotsDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	list, err := d.v.snaps.List(ctx)
+	if err != nil {
+		return nil, snapErrno(d.v.log, "list snapshots", err)
+	}
+	ents := make([]fuse.DirEntry, len(list))
+	for i, s := range list {
+		ents[i] = fuse.DirEntry{Name: s.Name, Mode: syscall.S_IFDIR, Ino: viewIno(s.ID, s.Root.Ino)}
+	}
+	return gofs.NewListDirStream(ents), 0
+}
+
+func (d *SnapshotsDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	s, err := d.v.snaps.Get(ctx, name)
+	if err != nil {
+		return nil, snapErrno(d.v.log, "lookup snapshot", err)
+	}
+	return d.rootNode(ctx, s, out), 0
+}
+
+// rootNode makes the node of snapshot s's root directory.
+func (d *SnapshotsDir) rootNode(ctx context.Context, s index.Snapshot, out *fuse.EntryOut) *gofs.Inode {
+	e := s.Root
+	e.Name = s.Name
+	fillAttr(s.ID, &e, &out.Attr)
+	return d.v.newNode(ctx, d.EmbeddedInode(), s.ID, e)
+}
+
+// Mkdir takes a snapshot called name.
+func (d *SnapshotsDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if errno := checkSnapName(name); errno != 0 {
+		return nil, errno
+	}
+	s, err := d.v.snaps.Create(ctx, name)
+	if err != nil {
+		return nil, snapErrno(d.v.log, "create snapshot", err)
+	}
+	return d.rootNode(ctx, s, out), 0
+}
+
+// Rmdir deletes the snapshot called name.
+func (d *SnapshotsDir) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return snapErrno(d.v.log, "delete snapshot", d.v.snaps.Delete(ctx, name))
+}
+
+// Rename renames a snapshot; it cannot leave .snapshots, and cannot
+// replace another snapshot.
+func (d *SnapshotsDir) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if newParent.EmbeddedInode() != d.EmbeddedInode() {
+		return syscall.EXDEV
+	}
+	if flags&unixRenameExchange != 0 {
+		return syscall.EINVAL
+	}
+	if errno := checkSnapName(newName); errno != 0 {
+		return errno
+	}
+	return snapErrno(d.v.log, "rename snapshot", d.v.snaps.Rename(ctx, name, newName))
+}
+
+// unixRenameExchange is RENAME_EXCHANGE.
+const unixRenameExchange = 2
+
+func (d *SnapshotsDir) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EROFS
+}
+
+func (d *SnapshotsDir) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+
+func (d *SnapshotsDir) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+
+func (d *SnapshotsDir) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+
+func (d *SnapshotsDir) Unlink(ctx context.Context, name string) syscall.Errno {
+	return syscall.EISDIR
+}
+
+// checkSnapName validates a snapshot name: ENAMETOOLONG past 255 bytes
+// (FUSE leaves NAME_MAX to the filesystem), EINVAL for the rest of what
+// index.CheckName refuses.
+func checkSnapName(name string) syscall.Errno {
+	if len(name) > 255 {
+		return syscall.ENAMETOOLONG
+	}
+	if index.CheckName(name) != nil {
+		return syscall.EINVAL
+	}
+	return 0
+}
