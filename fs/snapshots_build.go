@@ -187,8 +187,8 @@ type walk struct {
 	ctx   context.Context
 	revs  Revisions
 	needs map[uint64]bool
-	cache map[uint64]cachedDir  // directories seen by this build
-	links map[uint64][]uint64   // multi-link files seen by this build
+	cache map[uint64]cachedDir // directories seen by this build
+	links map[uint64][]uint64  // multi-link files seen by this build
 	root  uint64
 	out   *Built
 }

@@ -1,8 +1,8 @@
 package fs_test
 
 import (
-	"crypto/sha256"
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"io/fs"
 	"os"
