@@ -1,0 +1,256 @@
+package mount
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/deltafs/deltafs/index"
+	"golang.org/x/sys/unix"
+)
+
+// ControlSocket is the name, in the store directory, of the unix socket
+// through which the CLI reaches a running mount (snapshot commands,
+// stats). It answers only the user who mounted the store, and root: the
+// socket file is mode 0600, and every connection's peer credentials
+// (SO_PEERCRED) are checked as well, since the mode alone would let a
+// process that inherited a descriptor in.
+const ControlSocket = "control.sock"
+
+// Control errors, matched with errors.Is on the client side too: the
+// server sends the code and Call maps it back.
+var (
+	ErrNotMounted = errors.New("store is not mounted")
+	ErrDenied     = errors.New("control socket: permission denied")
+)
+
+// Request is one control call: one JSON object per line.
+type Request struct {
+	Op   string `json:"op"` // "create", "list", "delete", "rename", "stats"
+	Name string `json:"name,omitempty"`
+	To   string `json:"to,omitempty"`
+}
+
+// Response answers a Request.
+type Response struct {
+	Error     string         `json:"error,omitempty"`
+	Code      string         `json:"code,omitempty"` // see codes
+	Snapshot  *SnapshotInfo  `json:"snapshot,omitempty"`
+	Snapshots []SnapshotInfo `json:"snapshots,omitempty"`
+	Stats     *Stats         `json:"stats,omitempty"`
+}
+
+// SnapshotInfo describes one snapshot to the CLI.
+type SnapshotInfo struct {
+	ID   uint64    `json:"id"`
+	Name string    `json:"name"`
+	Time time.Time `json:"time"`
+}
+
+func infoOf(s index.Snapshot) SnapshotInfo {
+	return SnapshotInfo{ID: uint64(s.ID), Name: s.Name, Time: time.Unix(0, s.Time).UTC()}
+}
+
+// codes carry sentinel errors across the socket.
+var codes = map[string]error{
+	"exists": index.ErrExists, "not_found": index.ErrNotFound, "bad_name": index.ErrBadName, "denied": ErrDenied,
+}
+
+func codeOf(err error) string {
+	for c, e := range codes {
+		if errors.Is(err, e) {
+			return c
+		}
+	}
+	return ""
+}
+
+// Controller is what the control socket serves: the mount's snapshots
+// and statistics.
+type Controller interface {
+	CreateSnapshot(ctx context.Context, name string) (index.Snapshot, error)
+	ListSnapshots(ctx context.Context) ([]index.Snapshot, error)
+	DeleteSnapshot(ctx context.Context, name string) error
+	RenameSnapshot(ctx context.Context, from, to string) error
+	Stats(ctx context.Context) (Stats, error)
+}
+
+// controlServer serves a Controller on the control socket.
+type controlServer struct {
+	ln    *net.UnixListener
+	path  string
+	owner uint32
+	c     Controller
+	log   *slog.Logger
+	wg    sync.WaitGroup
+}
+
+// serveControl listens on dir/ControlSocket, answering owner and root.
+func serveControl(dir string, owner uint32, c Controller, log *slog.Logger) (*controlServer, error) {
+	path := filepath.Join(dir, ControlSocket)
+	_ = os.Remove(path) // a stale socket of a killed mount; we hold the store lock
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	ln.SetUnlinkOnClose(true)
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	s := &controlServer{ln: ln, path: path, owner: owner, c: c, log: log}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+// Close stops listening, removes the socket and waits for calls in
+// flight.
+func (s *controlServer) Close() error {
+	err := s.ln.Close()
+	s.wg.Wait()
+	return err
+}
+
+func (s *controlServer) accept() {
+	defer s.wg.Done()
+	for {
+		conn, err := s.ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer conn.Close()
+			s.handle(conn)
+		}()
+	}
+}
+
+// allowed says whether a peer with uid may use a mount owned by owner.
+func allowed(uid, owner uint32) bool { return uid == 0 || uid == owner }
+
+// peerUID returns the uid of the process at the other end of conn.
+func peerUID(conn *net.UnixConn) (uint32, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, cerr
+	}
+	return cred.Uid, nil
+}
+
+// maxRequest bounds a request line.
+const maxRequest = 64 << 10
+
+func (s *controlServer) handle(conn *net.UnixConn) {
+	enc := json.NewEncoder(conn)
+	uid, err := peerUID(conn)
+	if err != nil || !allowed(uid, s.owner) {
+		s.log.Warn("control socket: refused a caller", "uid", uid, "err", err)
+		_ = enc.Encode(Response{Error: ErrDenied.Error(), Code: "denied"})
+		return
+	}
+	sc := bufio.NewScanner(conn)
+	sc.Buffer(make([]byte, 4096), maxRequest)
+	for sc.Scan() {
+		var req Request
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			_ = enc.Encode(Response{Error: "bad request: " + err.Error()})
+			return
+		}
+		if err := enc.Encode(s.do(req)); err != nil {
+			return
+		}
+	}
+}
+
+// do runs one request.
+func (s *controlServer) do(req Request) Response {
+	ctx := context.Background()
+	var resp Response
+	var err error
+	switch req.Op {
+	case "create":
+		var snap index.Snapshot
+		if snap, err = s.c.CreateSnapshot(ctx, req.Name); err == nil {
+			info := infoOf(snap)
+			resp.Snapshot = &info
+		}
+	case "list":
+		var list []index.Snapshot
+		list, err = s.c.ListSnapshots(ctx)
+		resp.Snapshots = make([]SnapshotInfo, len(list))
+		for i, sn := range list {
+			resp.Snapshots[i] = infoOf(sn)
+		}
+	case "delete":
+		err = s.c.DeleteSnapshot(ctx, req.Name)
+	case "rename":
+		err = s.c.RenameSnapshot(ctx, req.Name, req.To)
+	case "stats":
+		var st Stats
+		if st, err = s.c.Stats(ctx); err == nil {
+			resp.Stats = &st
+		}
+	default:
+		err = fmt.Errorf("unknown operation %q", req.Op)
+	}
+	if err != nil {
+		return Response{Error: err.Error(), Code: codeOf(err)}
+	}
+	return resp
+}
+
+// Call sends req to the mount of the store in dir and returns its
+// answer. It fails with an error matching ErrNotMounted when no mount
+// listens there (no socket, or a stale one), and with the sentinel
+// errors of package index (ErrExists, ErrNotFound, ErrBadName) or
+// ErrDenied as the mount reports them.
+func Call(ctx context.Context, dir string, req Request) (Response, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", filepath.Join(dir, ControlSocket))
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+		return Response{}, fmt.Errorf("%s: %w", dir, ErrNotMounted)
+	}
+	if err != nil {
+		return Response{}, fmt.Errorf("control socket of %s: %w", dir, err)
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	// A refused caller's request may fail to send (the server answered
+	// and hung up first): its answer is still there to read.
+	werr := json.NewEncoder(conn).Encode(req)
+	var resp Response
+	if err := json.NewDecoder(conn).Decode(&resp); err != nil {
+		return Response{}, fmt.Errorf("control socket of %s: %w", dir, errors.Join(werr, err))
+	}
+	if resp.Error != "" {
+		if e, ok := codes[resp.Code]; ok {
+			return resp, fmt.Errorf("%s (%w)", resp.Error, e)
+		}
+		return resp, errors.New(resp.Error)
+	}
+	return resp, nil
+}

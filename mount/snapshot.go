@@ -1,0 +1,187 @@
+package mount
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/objstore"
+)
+
+// snapshotter takes, lists, deletes and renames snapshots of one store:
+// it is the fs.Snapshots of the .snapshots directory and the Controller
+// of the control socket, and serves the offline CLI too.
+//
+// Taking a snapshot: prepare (the mount reports what open writers wrote
+// so far and waits until the recorder has recorded everything reported,
+// so that every write that returned before the mkdir is in a revision),
+// then the TreeBuilder re-serialises the directories that changed, and
+// the store records the snapshot. The list of snapshots is cached in
+// memory (every change to it goes through here while mounted), so that
+// listing .snapshots costs no index scan.
+type snapshotter struct {
+	st   *objstore.Store
+	b    *fs.TreeBuilder
+	revs fs.Revisions
+	log  *slog.Logger
+	// prepare returns the files open for writing; nil when offline.
+	prepare func(ctx context.Context) ([]fs.Touch, error)
+
+	mu     sync.Mutex // guards the cache
+	cached []index.Snapshot
+	valid  bool
+}
+
+var (
+	_ fs.Snapshots = (*snapshotter)(nil)
+	_ Controller   = (*snapshotter)(nil)
+)
+
+func newSnapshotter(st *objstore.Store, b *fs.TreeBuilder, revs fs.Revisions, log *slog.Logger) *snapshotter {
+	return &snapshotter{st: st, b: b, revs: revs, log: log}
+}
+
+// Create takes a snapshot of the whole tree called name.
+func (s *snapshotter) Create(ctx context.Context, name string) (index.Snapshot, error) {
+	if err := index.CheckName(name); err != nil {
+		return index.Snapshot{}, err
+	}
+	if _, err := s.Get(ctx, name); err == nil {
+		return index.Snapshot{}, fmt.Errorf("snapshot %q: %w", name, index.ErrExists)
+	}
+	var writers []fs.Touch
+	if s.prepare != nil {
+		var err error
+		if writers, err = s.prepare(ctx); err != nil {
+			return index.Snapshot{}, fmt.Errorf("snapshot %q: record pending changes: %w", name, err)
+		}
+	}
+	var snap index.Snapshot
+	err := s.b.Build(ctx, s.revs, writers, func(bt *fs.Built) error {
+		res, err := s.st.CreateSnapshot(ctx, objstore.SnapshotRequest{Name: name, Time: time.Now(), Root: bt.Root, Trees: bt.Trees})
+		snap = res.Snapshot
+		if err == nil {
+			s.log.Debug("snapshot taken", "name", name, "serialised", bt.Stats.Serialised, "reused", bt.Stats.Reused)
+		}
+		return err
+	})
+	if err != nil {
+		return index.Snapshot{}, wrapCorrupt(err)
+	}
+	s.edit(func(l []index.Snapshot) []index.Snapshot { return append(l, snap) })
+	return snap, nil
+}
+
+// List returns every snapshot in creation order.
+func (s *snapshotter) List(ctx context.Context) ([]index.Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.valid {
+		l, err := s.st.SnapshotList(ctx)
+		if err != nil {
+			return nil, wrapCorrupt(err)
+		}
+		s.cached, s.valid = l, true
+	}
+	return slices.Clone(s.cached), nil
+}
+
+// Get returns the snapshot called name.
+func (s *snapshotter) Get(ctx context.Context, name string) (index.Snapshot, error) {
+	s.mu.Lock()
+	if s.valid {
+		defer s.mu.Unlock()
+		for _, sn := range s.cached {
+			if sn.Name == name {
+				return sn, nil
+			}
+		}
+		return index.Snapshot{}, fmt.Errorf("snapshot %q: %w", name, index.ErrNotFound)
+	}
+	s.mu.Unlock()
+	sn, err := s.st.Snapshot(name)
+	return sn, wrapCorrupt(err)
+}
+
+// Delete deletes the snapshot called name.
+func (s *snapshotter) Delete(ctx context.Context, name string) error {
+	if err := s.st.DeleteSnapshot(name); err != nil {
+		return wrapCorrupt(err)
+	}
+	s.edit(func(l []index.Snapshot) []index.Snapshot {
+		return slices.DeleteFunc(l, func(sn index.Snapshot) bool { return sn.Name == name })
+	})
+	return nil
+}
+
+// Rename renames snapshot from to to.
+func (s *snapshotter) Rename(ctx context.Context, from, to string) error {
+	if err := s.st.RenameSnapshot(from, to); err != nil {
+		return wrapCorrupt(err)
+	}
+	s.edit(func(l []index.Snapshot) []index.Snapshot {
+		for i := range l {
+			if l[i].Name == from {
+				l[i].Name = to
+			}
+		}
+		return l
+	})
+	return nil
+}
+
+// edit applies fn to the cached list, if there is one.
+func (s *snapshotter) edit(fn func([]index.Snapshot) []index.Snapshot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.valid {
+		s.cached = fn(s.cached)
+	}
+}
+
+// Tree returns a directory tree of a snapshot.
+func (s *snapshotter) Tree(ctx context.Context, h index.TreeHash) (*index.Tree, error) {
+	t, err := s.st.Tree(h)
+	return t, wrapCorrupt(err)
+}
+
+// Read returns the content of a revision.
+func (s *snapshotter) Read(ctx context.Context, id index.RevID) ([]byte, error) {
+	b, err := s.st.Get(ctx, id)
+	return b, wrapCorrupt(err)
+}
+
+// The Controller of the control socket.
+
+func (s *snapshotter) CreateSnapshot(ctx context.Context, name string) (index.Snapshot, error) {
+	return s.Create(ctx, name)
+}
+func (s *snapshotter) ListSnapshots(ctx context.Context) ([]index.Snapshot, error) {
+	return s.List(ctx)
+}
+func (s *snapshotter) DeleteSnapshot(ctx context.Context, name string) error {
+	return s.Delete(ctx, name)
+}
+func (s *snapshotter) RenameSnapshot(ctx context.Context, from, to string) error {
+	return s.Rename(ctx, from, to)
+}
+func (s *snapshotter) Stats(ctx context.Context) (Stats, error) {
+	st, err := StoreStats(ctx, s.st)
+	st.Mounted = s.prepare != nil
+	return st, err
+}
+
+// wrapCorrupt makes the store's corruption errors match fs.ErrCorrupt,
+// so that the live tree turns them into EIO with a log line.
+func wrapCorrupt(err error) error {
+	if errors.Is(err, objstore.ErrCorrupt) && !errors.Is(err, fs.ErrCorrupt) {
+		return fmt.Errorf("%w: %w", fs.ErrCorrupt, err)
+	}
+	return err
+}

@@ -1,0 +1,60 @@
+package mount
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/objstore"
+)
+
+// Offline serves snapshot commands and stats on a store that is not
+// mounted: it opens (and locks) the store directly. A snapshot taken
+// offline walks the whole live tree (there is no dirty tracking without
+// a mount) and records any live file whose content no revision holds.
+type Offline struct {
+	st   *objstore.Store
+	sink *storeSink
+	snap *snapshotter
+}
+
+// OpenOffline opens the store in dir; readOnly suffices for listing and
+// stats. A mounted store fails with the store's *objstore.LockError.
+func OpenOffline(dir string, readOnly bool, log *slog.Logger) (*Offline, error) {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	st, err := objstore.Open(dir, objstore.Config{ReadOnly: readOnly, Holder: "deltafs snapshot (offline)", Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	o := &Offline{st: st}
+	live := filepath.Join(dir, liveDir)
+	if !readOnly {
+		if err := os.Mkdir(live, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, errors.Join(fmt.Errorf("create %s: %w", live, err), st.Close())
+		}
+		if o.sink, err = openStoreSink(st, filepath.Join(dir, idsFile), log); err != nil {
+			return nil, errors.Join(err, st.Close())
+		}
+	}
+	revs := &liveRevs{st: st, ls: &lockedSink{sink: o.sink}}
+	o.snap = newSnapshotter(st, fs.NewTreeBuilder(live), revs, log)
+	return o, nil
+}
+
+// Controller returns what the control socket would serve.
+func (o *Offline) Controller() Controller { return o.snap }
+
+// Close closes the store and releases its lock.
+func (o *Offline) Close() error {
+	var errs []error
+	if o.sink != nil {
+		errs = append(errs, o.sink.Close())
+	}
+	return errors.Join(append(errs, o.st.Close())...)
+}

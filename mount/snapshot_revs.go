@@ -1,0 +1,111 @@
+package mount
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/objstore"
+)
+
+// lockedSink serialises a storeSink between the recorder's goroutine and
+// snapshots, which read and extend its id map.
+type lockedSink struct {
+	mu   sync.Mutex
+	sink *storeSink
+}
+
+func (l *lockedSink) Record(ctx context.Context, ev Event) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sink.Record(ctx, ev)
+}
+
+// liveRevs is the fs.Revisions of snapshots: it names the revision that
+// holds a live file's content. Normally that is the file's newest
+// revision (the mount recorded everything before the build started);
+// when the live file differs from it (size, or modified after the
+// revision was recorded and its hash differs: a recording interrupted by
+// a crash, a store snapshotted offline) or the file has none, it records
+// the live content now as the next revision, so a snapshot never names
+// anything but what the file held.
+type liveRevs struct {
+	st *objstore.Store
+	ls *lockedSink
+}
+
+func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size int64) (index.RevID, error) {
+	r.ls.mu.Lock()
+	defer r.ls.mu.Unlock()
+	s := r.ls.sink
+	if s == nil {
+		return index.RevID{}, objstore.ErrReadOnly
+	}
+	fid, known := s.ids[id]
+	if id.IsZero() {
+		known = false
+	}
+	var prev index.RevID
+	if known {
+		prev = s.prev(fid)
+	}
+	if prev.IsNull() && size == 0 {
+		return index.RevID{}, nil
+	}
+	var e index.Entry
+	if !prev.IsNull() {
+		var err error
+		if e, err = r.st.Entry(prev); err != nil {
+			return index.RevID{}, fmt.Errorf("revision %v: %w", prev, err)
+		}
+		if unchangedSince(path, e) {
+			return prev, nil
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return index.RevID{}, err
+	}
+	if !prev.IsNull() && e.Size == uint64(len(data)) && e.Hash == xxhash.Sum64(data) {
+		return prev, nil
+	}
+	return r.record(ctx, id, fid, known, path, prev, data)
+}
+
+// record stores data as the next revision of the live file.
+func (r *liveRevs) record(ctx context.Context, id fs.FileID, fid index.FileID, known bool, path string, prev index.RevID, data []byte) (index.RevID, error) {
+	s := r.ls.sink
+	if !known {
+		var err error
+		if fid, err = r.st.NewFile(path); err != nil {
+			return index.RevID{}, err
+		}
+		if !id.IsZero() {
+			if err := s.bind(id, fid); err != nil {
+				return index.RevID{}, err
+			}
+		}
+	}
+	e, err := r.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: prev})
+	if err != nil {
+		return index.RevID{}, fmt.Errorf("record %s for a snapshot: %w", path, err)
+	}
+	s.last[fid] = e.ID()
+	delete(s.known, fid) // the next report's ranges start from an older revision
+	return e.ID(), nil
+}
+
+// unchangedSince reports whether the live file at path still has the
+// size of revision e and was last modified before e was recorded.
+func unchangedSince(path string, e index.Entry) bool {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(path, &st); err != nil {
+		return false
+	}
+	return uint64(st.Size) == e.Size && st.Mtim.Nano() < e.Time
+}
