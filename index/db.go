@@ -55,7 +55,7 @@ func Open(dir string, opt Options) (*DB, error) {
 		WithNumCompactors(2).
 		WithMetricsEnabled(false)
 	if !opt.ReadOnly {
-		if err := removeEmptyMemtables(dir); err != nil {
+		if err := removeEmptyLogs(dir); err != nil {
 			return nil, err
 		}
 	}

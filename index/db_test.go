@@ -124,7 +124,8 @@ func TestCommitAndScan(t *testing.T) {
 }
 
 // TestOpenAfterKillDuringMemtableCreate: a process killed between creating
-// a memtable log and sizing it leaves an empty *.mem; Open still works.
+// a memtable or value log and sizing it leaves an empty file; Open still
+// works.
 func TestOpenAfterKillDuringMemtableCreate(t *testing.T) {
 	db, dir := openTest(t)
 	f, err := db.NewFile("x")
@@ -132,8 +133,10 @@ func TestOpenAfterKillDuringMemtableCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if err := os.WriteFile(filepath.Join(dir, "00009.mem"), nil, 0o644); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"00009.mem", "000009.vlog"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	db2, err := Open(dir, Options{})
 	if err != nil {

@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
-// removeEmptyMemtables deletes zero-length badger memtable logs (*.mem) in
-// dir. badger creates one on every open and sizes it right after; a process
-// killed in between leaves an empty file that badger then refuses to open
-// ("Create a new file"). An empty log holds no writes, so removing it loses
-// nothing.
-func removeEmptyMemtables(dir string) error {
+// removeEmptyLogs deletes zero-length badger logs (memtable *.mem and value
+// log *.vlog files) in dir. badger creates them (on every open, and as they
+// fill) and sizes them right after; a process killed in between leaves an
+// empty file that badger then refuses to open ("Create a new file"). An
+// empty log holds no writes and nothing points into it, so removing it
+// loses nothing; badger itself deletes header-only value logs on open.
+func removeEmptyLogs(dir string) error {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -22,12 +22,13 @@ func removeEmptyMemtables(dir string) error {
 		return fmt.Errorf("index: %w", err)
 	}
 	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".mem") || !e.Type().IsRegular() {
+		ext := filepath.Ext(e.Name())
+		if ext != ".mem" && ext != ".vlog" || !e.Type().IsRegular() {
 			continue
 		}
 		if info, err := e.Info(); err == nil && info.Size() == 0 {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
-				return fmt.Errorf("index: remove empty memtable: %w", err)
+				return fmt.Errorf("index: remove empty log: %w", err)
 			}
 		}
 	}
