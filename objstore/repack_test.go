@@ -314,3 +314,28 @@ func TestOpenFinishesSwitch(t *testing.T) {
 		})
 	}
 }
+
+// TestRepackMemoryLimit: a limit of a few texts shrinks the jobs, then the
+// window, and the repack still completes correctly.
+func TestRepackMemoryLimit(t *testing.T) {
+	h, dir := newHistoryStore(t, Config{}, 2, 12, 20_000)
+	var largest uint64
+	for _, text := range h.texts {
+		largest = max(largest, uint64(len(text)))
+	}
+	rep := mustRepack(t, dir, RepackOptions{Jobs: 2, Window: 10, MemoryLimit: int64(7 * largest)})
+	if rep.Jobs != 1 || rep.Window != 7-textsPerJob {
+		t.Errorf("limit of 7 texts: jobs %d window %d, want 1 and %d", rep.Jobs, rep.Window, 7-textsPerJob)
+	}
+	h.check(t, dir)
+	for _, c := range []struct {
+		texts, jobs    uint64
+		wantJ, wantWin int
+	}{{1, 2, 1, 1}, {10, 2, 2, 1}, {20, 2, 2, 6}, {100, 2, 2, 10}, {20, 8, 4, 1}} {
+		rp := &repacker{opt: RepackOptions{Jobs: int(c.jobs), Window: 10, MemoryLimit: int64(c.texts * largest)}.withDefaults()}
+		rp.fitMemory(largest)
+		if rp.opt.Jobs != c.wantJ || rp.window != c.wantWin {
+			t.Errorf("%d texts, %d jobs: got jobs %d window %d, want %d and %d", c.texts, c.jobs, rp.opt.Jobs, rp.window, c.wantJ, c.wantWin)
+		}
+	}
+}
