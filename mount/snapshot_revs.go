@@ -11,6 +11,7 @@ import (
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
 	"github.com/deltafs/deltafs/objstore"
+	"golang.org/x/sys/unix"
 )
 
 // lockedSink serialises a storeSink between the recorder's goroutine and
@@ -45,6 +46,9 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 	s := r.ls.sink
 	if s == nil {
 		return index.RevID{}, objstore.ErrReadOnly
+	}
+	if id.IsZero() {
+		id = giveID(path)
 	}
 	fid, known := s.ids[id]
 	if id.IsZero() {
@@ -108,4 +112,16 @@ func unchangedSince(path string, e index.Entry) bool {
 		return false
 	}
 	return uint64(st.Size) == e.Size && st.Mtim.Nano() < e.Time
+}
+
+// giveID gives a live file that has no FileID (it was not created through
+// a mount) a fresh one, as the live tree does at a writable open, so that
+// its later revisions continue one history. It returns the zero FileID if
+// the live filesystem keeps no user xattrs.
+func giveID(path string) fs.FileID {
+	id := fs.NewFileID()
+	if err := unix.Lsetxattr(path, fs.XattrID, id[:], unix.XATTR_CREATE); err != nil {
+		return fs.FileID{}
+	}
+	return id
 }

@@ -50,7 +50,7 @@ func newRootCmd() *cobra.Command {
 		return &usageError{err: err}
 	})
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
-	root.AddCommand(newVersionCmd(), newDeltaCmd(), newMountCmd(), newUmountCmd(), newRepackCmd(), newVerifyCmd())
+	root.AddCommand(newVersionCmd(), newDeltaCmd(), newMountCmd(), newUmountCmd(), newRepackCmd(), newVerifyCmd(), newSnapshotCmd(), newStatsCmd())
 	return root
 }
 

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deltafs/deltafs/objstore"
+)
+
+// newCLIStore creates an unmounted store whose live tree holds two files.
+func newCLIStore(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "store")
+	st, err := objstore.Open(dir, objstore.Config{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	live := filepath.Join(dir, "live")
+	if err := os.MkdirAll(live, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, live, "a.txt", []byte("alpha\n"))
+	writeFile(t, live, "b.txt", []byte(strings.Repeat("beta\n", 100)))
+	return dir
+}
+
+func TestSnapshotCLIUnmounted(t *testing.T) {
+	store := newCLIStore(t)
+	if r := runCLI(t, nil, "snapshot", "create", store, "before"); r.code != 0 || !strings.Contains(r.stdout, "snapshot before taken") {
+		t.Fatalf("create: %+v", r)
+	}
+	writeFile(t, filepath.Join(store, "live"), "a.txt", []byte("alpha, edited\n"))
+	if r := runCLI(t, nil, "snapshot", "create", store, "after"); r.code != 0 {
+		t.Fatalf("second create: %+v", r)
+	}
+	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "create", store, "after"), exitFailure, "already exists")
+	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "create", store, ".."), exitUsage, "invalid name")
+	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "create", store, strings.Repeat("x", 256)), exitUsage, "invalid name")
+	if r := runCLI(t, nil, "snapshot", "rename", store, "before", "first"); r.code != 0 {
+		t.Fatalf("rename: %+v", r)
+	}
+	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "delete", store, "before"), exitFailure, "not found")
+	r := runCLI(t, nil, "snapshot", "list", store)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "first\t") || !strings.HasPrefix(lines[1], "after\t") {
+		t.Fatalf("list: %+v", r)
+	}
+	r = runCLI(t, nil, "snapshot", "list", "--json", store)
+	var list []struct{ Name string }
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 2 {
+		t.Fatalf("list --json: %v %q", err, r.stdout)
+	}
+	if r := runCLI(t, nil, "snapshot", "delete", store, "first"); r.code != 0 {
+		t.Fatalf("delete: %+v", r)
+	}
+	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "list", t.TempDir()), exitFailure, "neither a deltafs store")
+}
+
+func TestStatsJSON(t *testing.T) {
+	store := newCLIStore(t)
+	runCLI(t, nil, "snapshot", "create", store, "s1")
+	writeFile(t, filepath.Join(store, "live"), "a.txt", []byte("alpha, edited\n"))
+	runCLI(t, nil, "snapshot", "create", store, "s2")
+	r := runCLI(t, nil, "stats", "--json", store)
+	if r.code != 0 {
+		t.Fatalf("stats: %+v", r)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"files": 2, "revisions": 3, "snapshots": 2, "logical_bytes": 6 + 500 + 14}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+	if _, ok := m["max_chain"].(float64); !ok {
+		t.Errorf("max_chain missing: %v", m)
+	}
+	if sb, ok := m["stored_bytes"].(float64); !ok || sb <= 0 {
+		t.Errorf("stored_bytes = %v", m["stored_bytes"])
+	}
+	r = runCLI(t, nil, "stats", store)
+	if r.code != 0 || !strings.Contains(r.stdout, "snapshots     2") {
+		t.Fatalf("stats text: %+v", r)
+	}
+}

@@ -1,0 +1,134 @@
+package mount
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/deltafs/deltafs/index"
+)
+
+// Connect finds the store that path names (a store directory, or any path
+// inside a deltafs mount) and returns a Controller for it: the running
+// mount's, through its control socket, or, when the store is not
+// mounted, the store opened directly (read-only if readOnly). close
+// releases it.
+func Connect(ctx context.Context, path string, readOnly bool, log *slog.Logger) (c Controller, close func() error, err error) {
+	store, err := StoreOf(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := Call(ctx, store, Request{Op: "list"}); !errors.Is(err, ErrNotMounted) {
+		if err != nil {
+			return nil, nil, err
+		}
+		return remote{dir: store}, func() error { return nil }, nil
+	}
+	o, err := OpenOffline(store, readOnly, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return o.Controller(), o.Close, nil
+}
+
+// StoreOf returns the store directory path names: path itself if it
+// holds a store, else the store of the deltafs mount that contains path
+// (the mount's source in /proc/self/mountinfo).
+func StoreOf(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if exists(filepath.Join(abs, "FORMAT")) {
+		return abs, nil
+	}
+	mnt, src := containingMount(abs)
+	if mnt == "" {
+		return "", fmt.Errorf("%s: neither a deltafs store nor inside a deltafs mount", abs)
+	}
+	if !filepath.IsAbs(src) || !exists(filepath.Join(src, "FORMAT")) {
+		return "", fmt.Errorf("%s: the deltafs mount on %s does not name its store", abs, mnt)
+	}
+	return src, nil
+}
+
+// containingMount returns the deepest deltafs mount point holding abs and
+// that mount's source.
+func containingMount(abs string) (mnt, src string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 2 || g[0] != fsType {
+			continue
+		}
+		dir := unescapeMountinfo(f[4])
+		if (abs == dir || strings.HasPrefix(abs, dir+"/") || dir == "/") && len(dir) > len(mnt) {
+			mnt, src = dir, unescapeMountinfo(g[1])
+		}
+	}
+	return mnt, src
+}
+
+// remote is the Controller of a running mount, reached through its
+// control socket.
+type remote struct{ dir string }
+
+func (r remote) call(ctx context.Context, req Request) (Response, error) { return Call(ctx, r.dir, req) }
+
+func snapOf(i SnapshotInfo) index.Snapshot {
+	return index.Snapshot{ID: index.SnapshotID(i.ID), Name: i.Name, Time: i.Time.UnixNano()}
+}
+
+func (r remote) CreateSnapshot(ctx context.Context, name string) (index.Snapshot, error) {
+	resp, err := r.call(ctx, Request{Op: "create", Name: name})
+	if err != nil {
+		return index.Snapshot{}, err
+	}
+	if resp.Snapshot == nil {
+		return index.Snapshot{}, errEmpty
+	}
+	return snapOf(*resp.Snapshot), nil
+}
+
+func (r remote) ListSnapshots(ctx context.Context) ([]index.Snapshot, error) {
+	resp, err := r.call(ctx, Request{Op: "list"})
+	out := make([]index.Snapshot, len(resp.Snapshots))
+	for i, s := range resp.Snapshots {
+		out[i] = snapOf(s)
+	}
+	return out, err
+}
+
+func (r remote) DeleteSnapshot(ctx context.Context, name string) error {
+	_, err := r.call(ctx, Request{Op: "delete", Name: name})
+	return err
+}
+
+func (r remote) RenameSnapshot(ctx context.Context, from, to string) error {
+	_, err := r.call(ctx, Request{Op: "rename", Name: from, To: to})
+	return err
+}
+
+func (r remote) Stats(ctx context.Context) (Stats, error) {
+	resp, err := r.call(ctx, Request{Op: "stats"})
+	if err != nil {
+		return Stats{}, err
+	}
+	if resp.Stats == nil {
+		return Stats{}, errEmpty
+	}
+	return *resp.Stats, nil
+}
+
+var errEmpty = errors.New("control socket: empty answer")
