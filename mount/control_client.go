@@ -84,7 +84,9 @@ func containingMount(abs string) (mnt, src string) {
 // control socket.
 type remote struct{ dir string }
 
-func (r remote) call(ctx context.Context, req Request) (Response, error) { return Call(ctx, r.dir, req) }
+func (r remote) call(ctx context.Context, req Request) (Response, error) {
+	return Call(ctx, r.dir, req)
+}
 
 func snapOf(i SnapshotInfo) index.Snapshot {
 	return index.Snapshot{ID: index.SnapshotID(i.ID), Name: i.Name, Time: i.Time.UnixNano()}
