@@ -31,6 +31,12 @@ func (db *DB) PutTrees(trees map[TreeHash][]byte) error {
 	return nil
 }
 
+// MaxTxnTrees is how many bytes of trees CreateSnapshot takes in its own
+// transaction: well below badger's transaction limit with the index's
+// small memtables (15% of 8 MiB). Snapshots that change little stay one
+// fsync; a first snapshot of a large tree writes its trees in batches.
+const MaxTxnTrees = 512 << 10
+
 // Tree returns the tree called h.
 func (db *DB) Tree(h TreeHash) (*Tree, error) {
 	var t Tree
@@ -48,10 +54,11 @@ func (db *DB) Tree(h TreeHash) (*Tree, error) {
 }
 
 // CreateSnapshot records s under a new SnapshotID (returned, and set in
-// s.ID) with its reference set, in one transaction. Its trees must have
-// been stored with PutTrees. A taken name gives an error matching
+// s.ID) with its reference set and the trees given, in one transaction
+// (one fsync). Trees too large for one transaction go through PutTrees
+// first (see MaxTxnTrees). A taken name gives an error matching
 // ErrExists.
-func (db *DB) CreateSnapshot(s *Snapshot, refs *Refs) (SnapshotID, error) {
+func (db *DB) CreateSnapshot(s *Snapshot, refs *Refs, trees map[TreeHash][]byte) (SnapshotID, error) {
 	if err := CheckName(s.Name); err != nil {
 		return 0, err
 	}
@@ -68,6 +75,11 @@ func (db *DB) CreateSnapshot(s *Snapshot, refs *Refs) (SnapshotID, error) {
 			return err
 		}
 		s.ID = id
+		for h, b := range trees {
+			if err := txn.Set(treeKey(h), b); err != nil {
+				return err
+			}
+		}
 		rec, _ := s.MarshalBinary()
 		return setAll(txn,
 			keyNextSnap, binary.BigEndian.AppendUint64(nil, uint64(id)+1),

@@ -45,15 +45,15 @@ func TestSnapshotCRUD(t *testing.T) {
 	refs.Add(7)
 	for i, name := range []string{"one", "two", "three"} {
 		s := Snapshot{Name: name, Time: int64(i), Root: dirEntry(h)}
-		id, err := db.CreateSnapshot(&s, refs)
+		id, err := db.CreateSnapshot(&s, refs, nil)
 		if err != nil || id != SnapshotID(i+1) {
 			t.Fatalf("create %s: id %d, %v", name, id, err)
 		}
 	}
-	if _, err := db.CreateSnapshot(&Snapshot{Name: "two", Root: dirEntry(h)}, refs); !errors.Is(err, ErrExists) {
+	if _, err := db.CreateSnapshot(&Snapshot{Name: "two", Root: dirEntry(h)}, refs, nil); !errors.Is(err, ErrExists) {
 		t.Fatalf("duplicate name: %v", err)
 	}
-	if _, err := db.CreateSnapshot(&Snapshot{Name: "a/b", Root: dirEntry(h)}, refs); !errors.Is(err, ErrBadName) {
+	if _, err := db.CreateSnapshot(&Snapshot{Name: "a/b", Root: dirEntry(h)}, refs, nil); !errors.Is(err, ErrBadName) {
 		t.Fatalf("bad name: %v", err)
 	}
 	if err := db.RenameSnapshot("two", "deux"); err != nil {
@@ -90,7 +90,7 @@ func TestSnapshotCRUD(t *testing.T) {
 	}
 	// A deleted snapshot's id is not reused.
 	db.DeleteSnapshot("three")
-	id, err := db.CreateSnapshot(&Snapshot{Name: "four", Root: dirEntry(h)}, refs)
+	id, err := db.CreateSnapshot(&Snapshot{Name: "four", Root: dirEntry(h)}, refs, nil)
 	if err != nil || id != 4 {
 		t.Fatalf("id after delete = %d, %v", id, err)
 	}

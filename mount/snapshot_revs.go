@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/deltafs/deltafs/fs"
@@ -104,14 +105,21 @@ func (r *liveRevs) record(ctx context.Context, id fs.FileID, fid index.FileID, k
 	return e.ID(), nil
 }
 
+// mtimeSlack: file times come from the kernel's coarse clock (a tick of
+// up to 10 ms behind the precise one that stamped the revision), so a
+// write just after a recording may show an mtime before it. A file
+// modified within this much of its recording is read and hashed instead
+// of trusted.
+const mtimeSlack = 20 * time.Millisecond
+
 // unchangedSince reports whether the live file at path still has the
-// size of revision e and was last modified before e was recorded.
+// size of revision e and was last modified well before e was recorded.
 func unchangedSince(path string, e index.Entry) bool {
 	var st syscall.Stat_t
 	if err := syscall.Lstat(path, &st); err != nil {
 		return false
 	}
-	return uint64(st.Size) == e.Size && st.Mtim.Nano() < e.Time
+	return uint64(st.Size) == e.Size && st.Mtim.Nano() < e.Time-int64(mtimeSlack)
 }
 
 // giveID gives a live file that has no FileID (it was not created through

@@ -72,15 +72,19 @@ func (s *Store) CreateSnapshot(ctx context.Context, req SnapshotRequest) (Snapsh
 	if _, err := s.idx.Snapshot(req.Name); err == nil {
 		return SnapshotResult{}, fmt.Errorf("snapshot %q: %w", req.Name, ErrExists)
 	}
-	if err := s.idx.PutTrees(req.Trees); err != nil {
-		return SnapshotResult{}, fmt.Errorf("snapshot %q: %w", req.Name, err)
+	inTxn := req.Trees
+	if treeBytes(req.Trees) > index.MaxTxnTrees {
+		if err := s.idx.PutTrees(req.Trees); err != nil {
+			return SnapshotResult{}, fmt.Errorf("snapshot %q: %w", req.Name, err)
+		}
+		inTxn = nil
 	}
 	refs, prev, read, err := s.nextRefs(req)
 	if err != nil {
 		return SnapshotResult{}, fmt.Errorf("snapshot %q: %w", req.Name, err)
 	}
 	snap := index.Snapshot{Name: req.Name, Time: req.Time.UnixNano(), Root: req.Root, Prev: prev}
-	if _, err := s.idx.CreateSnapshot(&snap, refs); err != nil {
+	if _, err := s.idx.CreateSnapshot(&snap, refs, inTxn); err != nil {
 		return SnapshotResult{}, err
 	}
 	return SnapshotResult{Snapshot: snap, TreesRead: read, Refs: refs.GetCardinality()}, nil
@@ -163,4 +167,12 @@ func (s *Store) SnapshotRefs(id index.SnapshotID) (*index.Refs, error) {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return r, err
+}
+
+func treeBytes(trees map[index.TreeHash][]byte) int {
+	n := 0
+	for _, b := range trees {
+		n += len(b)
+	}
+	return n
 }
