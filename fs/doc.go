@@ -39,6 +39,16 @@
 // recorder can carry history across "mv a b" and an editor's atomic
 // save.
 //
+// Each Change carries the live file reopened read-only (Content), so a
+// recorder reads the right inode after a rename or unlink. A recorder
+// reads the live file later, in the background; so that it never reads a
+// later version, a writable open or a truncate of a file whose previous
+// change is still queued waits for that recording (Recorder.Wait), and
+// fsync waits for its own report to be recorded. A recorder may hold a
+// change back on purpose (fsync coalescing); Wait does not wait for those:
+// the data is durable in the live file, and the held change merges with
+// the next.
+//
 // # Errors
 //
 // One function, toErrno in errno.go, turns errors of our own making into

@@ -52,6 +52,14 @@ func (d *SnapshotsDir) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.
 }
 
 func (d *SnapshotsDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	ents, errno := d.entries(ctx)
+	if errno != 0 {
+		return nil, errno
+	}
+	return gofs.NewListDirStream(ents), 0
+}
+
+func (d *SnapshotsDir) entries(ctx context.Context) ([]fuse.DirEntry, syscall.Errno) {
 	list, err := d.v.snaps.List(ctx)
 	if err != nil {
 		return nil, snapErrno(d.v.log, "list snapshots", err)
@@ -60,7 +68,33 @@ func (d *SnapshotsDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Err
 	for i, s := range list {
 		ents[i] = fuse.DirEntry{Name: s.Name, Mode: syscall.S_IFDIR, Ino: viewIno(s.ID, s.Root.Ino)}
 	}
-	return gofs.NewListDirStream(ents), 0
+	return ents, 0
+}
+
+// OpendirHandle lists the snapshots into a handle that declines the
+// per-entry lookups of READDIRPLUS: a plain "ls .snapshots" of 10,000
+// snapshots would otherwise make 10,000 nodes and kernel dentries
+// (about 65 ms here, against the 50 ms target). A zero node id in a
+// READDIRPLUS entry tells the kernel to take it as a plain dirent; "ls -l"
+// then looks names up one by one as usual.
+func (d *SnapshotsDir) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	ents, errno := d.entries(ctx)
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	return &snapListHandle{listDir: listDir{ents: ents}}, 0, 0
+}
+
+// snapListHandle is the directory handle of .snapshots.
+type snapListHandle struct {
+	listDir
+}
+
+var _ = (gofs.FileLookuper)((*snapListHandle)(nil))
+
+// Lookup declines, so that READDIRPLUS sends a plain entry.
+func (h *snapListHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.ENOENT
 }
 
 func (d *SnapshotsDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {

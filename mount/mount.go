@@ -117,18 +117,32 @@ func open(store, mnt string, cfg Config) (*running, error) {
 	}
 	m := &running{st: st, mnt: mnt}
 	live := filepath.Join(store, liveDir)
-	if err := os.Mkdir(live, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, errors.Join(fmt.Errorf("create %s: %w", live, err), st.Close())
+	var sink Sink = discardSink{} // a read-only mount changes nothing
+	if !cfg.ReadOnly {
+		if err := os.Mkdir(live, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, errors.Join(fmt.Errorf("create %s: %w", live, err), st.Close())
+		}
+		if m.sink, err = openStoreSink(st, filepath.Join(store, idsFile), cfg.Logger); err != nil {
+			return nil, errors.Join(err, st.Close())
+		}
+		sink = m.sink
 	}
-	if m.sink, err = openStoreSink(st, filepath.Join(store, idsFile), cfg.Logger); err != nil {
-		return nil, errors.Join(err, st.Close())
-	}
-	m.rec = NewRecorder(m.sink, cfg.FsyncInterval, cfg.Logger)
+	m.rec = NewRecorder(sink, cfg.FsyncInterval, cfg.Logger)
 	m.fsys, err = fs.New(fs.Config{LiveDir: live, Recorder: m.rec, Logger: cfg.Logger, Passthrough: os.Geteuid() == 0})
 	if err != nil {
 		return nil, errors.Join(err, m.close(context.Background()))
 	}
 	return m, nil
+}
+
+// discardSink records nothing.
+type discardSink struct{}
+
+func (discardSink) Record(_ context.Context, ev Event) error {
+	if ev.Change != nil {
+		ev.Change.Close()
+	}
+	return nil
 }
 
 // mount mounts the live tree on mnt and waits until it serves.

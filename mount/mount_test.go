@@ -148,6 +148,10 @@ func TestHistoryFollowsUsers(t *testing.T) {
 	if err := os.WriteFile(p("notes"), orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The original's close is released to the server asynchronously;
+	// let it be reported and recorded before the editor saves (an atomic
+	// save right after the original's own creation would race it).
+	time.Sleep(4 * newFileGrace)
 	edited := append([]byte("an edit at the top\n"), orig...)
 	if err := os.WriteFile(p(".notes.tmp"), edited, 0o644); err != nil {
 		t.Fatal(err)
@@ -252,7 +256,9 @@ func TestInPlaceWritesRecordExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	edit := func(fn func(f *os.File, cur []byte) []byte) {
-		time.Sleep(250 * time.Millisecond) // past the new-file grace: one revision each
+		// Past the new-file grace and the asynchronous FUSE release of
+		// the last close: one revision per edit.
+		time.Sleep(4 * newFileGrace)
 		f, err := os.OpenFile(p, os.O_RDWR, 0)
 		if err != nil {
 			t.Fatal(err)

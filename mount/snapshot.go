@@ -35,6 +35,7 @@ type snapshotter struct {
 
 	mu     sync.Mutex // guards the cache
 	cached []index.Snapshot
+	byName map[string]int // index into cached
 	valid  bool
 }
 
@@ -87,7 +88,7 @@ func (s *snapshotter) List(ctx context.Context) ([]index.Snapshot, error) {
 		if err != nil {
 			return nil, wrapCorrupt(err)
 		}
-		s.cached, s.valid = l, true
+		s.setCache(l)
 	}
 	return slices.Clone(s.cached), nil
 }
@@ -97,10 +98,8 @@ func (s *snapshotter) Get(ctx context.Context, name string) (index.Snapshot, err
 	s.mu.Lock()
 	if s.valid {
 		defer s.mu.Unlock()
-		for _, sn := range s.cached {
-			if sn.Name == name {
-				return sn, nil
-			}
+		if i, ok := s.byName[name]; ok {
+			return s.cached[i], nil
 		}
 		return index.Snapshot{}, fmt.Errorf("snapshot %q: %w", name, index.ErrNotFound)
 	}
@@ -141,7 +140,16 @@ func (s *snapshotter) edit(fn func([]index.Snapshot) []index.Snapshot) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.valid {
-		s.cached = fn(s.cached)
+		s.setCache(fn(s.cached))
+	}
+}
+
+// setCache caches l, with s.mu held.
+func (s *snapshotter) setCache(l []index.Snapshot) {
+	s.cached, s.valid = l, true
+	s.byName = make(map[string]int, len(l))
+	for i, sn := range l {
+		s.byName[sn.Name] = i
 	}
 }
 
