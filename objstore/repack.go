@@ -199,6 +199,9 @@ type repacker struct {
 	shadow  *Store // dir/repack: the new entries and segments
 	window  int
 	similar *similarFiles
+	// fileDone is closed when a file's job ends (see doneEntry); written
+	// before the jobs start, read-only after.
+	fileDone map[index.FileID]chan struct{}
 
 	total, totalBytes            int64
 	done, committed, doneBytes   atomic.Int64
@@ -333,6 +336,10 @@ func (rp *repacker) repackFiles(ctx context.Context, rep *RepackReport) error {
 	})
 	if err != nil {
 		return err
+	}
+	rp.fileDone = make(map[index.FileID]chan struct{}, len(jobs))
+	for _, j := range jobs {
+		rp.fileDone[j.id] = make(chan struct{})
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -45,6 +45,7 @@ func (rp *repacker) repackFile(ctx context.Context, j fileJob) error {
 	if err != nil {
 		return err
 	}
+	defer close(rp.fileDone[j.id])
 	fw := &fileWork{id: j.id, name: j.meta.Name, meta: sm}
 	var b *batch
 	var n int
@@ -134,7 +135,7 @@ func (rp *repacker) decide(ctx context.Context, fw *fileWork, e index.Entry) (in
 		return rp.dedupEntry(e), nil, outUnchanged, nil
 	}
 	if rp.opt.Reuse == ReuseAuto && e.Kind != index.KindFull {
-		ne, rec, ok, err := rp.tryReuse(fw, e)
+		ne, rec, ok, err := rp.tryReuse(ctx, fw, e)
 		if ok || err != nil {
 			return ne, rec, outReused, err
 		}
@@ -162,9 +163,9 @@ const reuseTrust = 16
 
 // tryReuse keeps e's delta verbatim if its base is already in the shadow,
 // the new chain meets the caps and the delta is small enough to trust.
-func (rp *repacker) tryReuse(fw *fileWork, e index.Entry) (index.Entry, []byte, bool, error) {
-	be, err := rp.shadow.entry(e.Base)
-	if err != nil {
+func (rp *repacker) tryReuse(ctx context.Context, fw *fileWork, e index.Entry) (index.Entry, []byte, bool, error) {
+	be, ok := rp.doneEntry(ctx, fw.id, e.Base)
+	if !ok {
 		return index.Entry{}, nil, false, nil // base in a file not done yet
 	}
 	c := candidateOf(RoleCarried, be)
@@ -209,6 +210,29 @@ func (rp *repacker) rawRecord(e *index.Entry) ([]byte, error) {
 		return nil, corrupt(e.ID(), e, err)
 	}
 	return raw, nil
+}
+
+// doneEntry returns id's entry in the shadow, resolved past a dedup. A
+// revision of a file with a lower id that another job is still repacking
+// is waited for: files are handed out in id order, so those waits end
+// (never a cycle), and a base in another file (a copy's source, a hint)
+// stays a candidate whatever the number of jobs. ok is false if it is in
+// a file with a higher id not done yet.
+func (rp *repacker) doneEntry(ctx context.Context, self index.FileID, id index.RevID) (index.Entry, bool) {
+	if e, err := rp.shadow.resolve(id); err == nil {
+		return e, true
+	}
+	ch := rp.fileDone[id.File]
+	if ch == nil || id.File >= self {
+		return index.Entry{}, false
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return index.Entry{}, false
+	}
+	e, err := rp.shadow.resolve(id)
+	return e, err == nil
 }
 
 // checkMemory clears the text cache when the heap nears the memory limit.

@@ -98,7 +98,7 @@ func TestRepackKillLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill loop skipped in -short")
 	}
-	h, dir := newHistoryStore(t, Config{P1Only: true, MaxChainLen: 4, SegmentSize: 64 << 10}, 4, 50, 40_000)
+	h, dir := newHistoryStore(t, Config{P1Only: true, MaxChainLen: 4, SegmentSize: 64 << 10}, 4, 40, 32_000)
 	r := rand.New(rand.NewPCG(6, 2026))
 	const rounds = 24
 	start := time.Now()

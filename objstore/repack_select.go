@@ -2,9 +2,11 @@ package objstore
 
 import (
 	"context"
+	"errors"
 	"math/bits"
 	"path"
 	"sync"
+	"sync/atomic"
 
 	"github.com/deltafs/deltafs/index"
 )
@@ -25,7 +27,7 @@ func (rp *repacker) recompute(ctx context.Context, fw *fileWork, e index.Entry) 
 		return index.Entry{}, nil, 0, err
 	}
 	t := Target{TextLen: e.Size}
-	cands := rp.inFile(fw, e)
+	cands := rp.inFile(ctx, fw, e)
 	if err := rp.computeAll(ctx, cands, text, t); err != nil {
 		return index.Entry{}, nil, 0, err
 	}
@@ -95,17 +97,17 @@ func (rp *repacker) widen(ctx context.Context, fw *fileWork, e index.Entry, text
 	return cands, SelectBase(t, plainOf(cands), rp.caps), nil
 }
 
-// inFile lists the candidates from the file itself, bases resolved in the
-// shadow (every earlier revision of the file is there already).
-func (rp *repacker) inFile(fw *fileWork, e index.Entry) []prepared {
+// inFile lists the candidates from the file itself (and its parents and
+// existing base, wherever they are), bases resolved in the shadow.
+func (rp *repacker) inFile(ctx context.Context, fw *fileWork, e index.Entry) []prepared {
 	var out []prepared
 	seen := map[index.RevID]bool{}
 	add := func(r Role, id index.RevID) {
 		if id.IsNull() {
 			return
 		}
-		be, err := rp.shadow.resolve(id)
-		if err != nil || seen[be.ID()] {
+		be, ok := rp.doneEntry(ctx, fw.id, id)
+		if !ok || seen[be.ID()] {
 			return // e.g. a parent in a file not done yet
 		}
 		seen[be.ID()] = true
@@ -116,31 +118,54 @@ func (rp *repacker) inFile(fw *fileWork, e index.Entry) []prepared {
 	for i := 1; i <= rp.window && int(e.Rev)-i >= 0; i++ {
 		add(RoleHint, index.RevID{File: e.File, Rev: e.Rev - index.Rev(i)})
 	}
-	if rp.opt.Reuse == ReuseAuto && e.Kind != index.KindFull {
-		if be, err := rp.shadow.entry(e.Base); err == nil {
-			c := prepared{Candidate: candidateOf(RoleCarried, be)}
-			c.DeltaLen = int64(e.Stored)
-			out = append(out, c)
-		}
+	if e.Kind == index.KindFull {
+		return out
+	}
+	if rp.opt.Reuse == ReuseNever {
+		add(RoleHint, e.Base) // the existing base, with a fresh delta
+		return out
+	}
+	if be, ok := rp.doneEntry(ctx, fw.id, e.Base); ok {
+		c := prepared{Candidate: candidateOf(RoleCarried, be)}
+		c.DeltaLen = int64(e.Stored)
+		out = append(out, c)
 	}
 	return out
 }
 
 // computeAll computes the candidates' deltas, skipping those whose chain
-// alone breaks the caps and the existing delta (its size is known).
+// alone breaks the caps and the existing delta (its size is known). Up to
+// Jobs deltas are computed at once: a single long history (one file) would
+// otherwise use one core.
 func (rp *repacker) computeAll(ctx context.Context, cands []prepared, text []byte, t Target) error {
+	var todo []int
 	for i := range cands {
-		c := &cands[i]
-		if c.Role == RoleCarried || ChainRule(c.Candidate, t, rp.caps) != "" {
-			continue
+		if cands[i].Role != RoleCarried && ChainRule(cands[i].Candidate, t, rp.caps) == "" {
+			todo = append(todo, i)
 		}
-		base, err := rp.live.fulltext(ctx, c.Base)
-		if err != nil {
-			return err
-		}
-		c.payload, c.flags = rp.live.encodeDelta(base, text)
-		c.DeltaLen = int64(recOverhead + len(c.payload))
 	}
+	errs := make([]error, len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(rp.opt.Jobs, len(todo)) {
+		wg.Go(func() {
+			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
+				errs[k] = rp.computeOne(ctx, &cands[todo[k]], text)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// computeOne computes one candidate's delta.
+func (rp *repacker) computeOne(ctx context.Context, c *prepared, text []byte) error {
+	base, err := rp.live.fulltext(ctx, c.Base)
+	if err != nil {
+		return err
+	}
+	c.payload, c.flags = rp.live.encodeDelta(base, text)
+	c.DeltaLen = int64(recOverhead + len(c.payload))
 	return nil
 }
 
