@@ -93,7 +93,7 @@ type RepackOptions struct {
 	MaxChain     uint32  // chain length cap; default DefaultMaxChainLen
 	MaxReadRatio float64 // chain read cap as a multiple of the text; default DefaultMaxReadRatio
 	Reuse        Reuse
-	Jobs         int // files repacked at once; default GOMAXPROCS
+	Jobs         int // files repacked at once, and candidate deltas computed at once per revision; default GOMAXPROCS
 	// MemoryLimit bounds, in bytes, the fulltexts repack holds: the window's
 	// texts, the target, its candidate bases and the rebuild buffers, all of
 	// them at most the largest file's size. Repack shrinks the window and

@@ -69,7 +69,7 @@ func windowOnlyWithParents(cands []prepared, t Target, caps Caps) {
 // candidate passes.
 func (rp *repacker) widen(ctx context.Context, fw *fileWork, e index.Entry, text []byte, t Target, cands []prepared) ([]prepared, Decision, error) {
 	if fw.meta.HasSnap {
-		snaps, err := rp.shadow.snapshotCandidates(index.RevID{File: fw.id, Rev: fw.meta.LastSnap}, cands)
+		snaps, err := rp.shadow.snapshotCandidates(index.RevID{File: fw.id, Rev: fw.meta.LastSnap}, computed(cands))
 		if err != nil {
 			return nil, Decision{}, err
 		}
@@ -95,6 +95,19 @@ func (rp *repacker) widen(ctx context.Context, fw *fileWork, e index.Entry, text
 	}
 	cands = append(cands, more...)
 	return cands, SelectBase(t, plainOf(cands), rp.caps), nil
+}
+
+// computed returns the candidates whose delta was computed: a base dropped
+// from the window (see windowOnlyWithParents) must still be tried as a
+// snapshot.
+func computed(cands []prepared) []prepared {
+	var out []prepared
+	for _, c := range cands {
+		if c.DeltaLen >= 0 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // inFile lists the candidates from the file itself (and its parents and

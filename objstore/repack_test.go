@@ -340,3 +340,33 @@ func TestRepackMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestRepackPastTheCap: a linear history longer than the chain cap gets an
+// intermediate snapshot where the cap is reached, never a new fulltext, and
+// reuse=never stores no more than the puts did.
+func TestRepackPastTheCap(t *testing.T) {
+	s, dir := openNew(t, Config{MaxChainLen: 16})
+	r := rand.New(rand.NewPCG(31, 32))
+	f := mustNewFile(t, s, "s1.txt")
+	text := genText(r, 32<<10)
+	var p1 index.RevID
+	for range 60 {
+		p1 = mustPut(t, s, PutRequest{File: f, Data: text, P1: p1}).ID()
+		text = edit(r, text, 3)
+	}
+	s.Close()
+	rep := mustRepack(t, dir, RepackOptions{Reuse: ReuseNever, MaxChain: 16})
+	if rep.StoredAfter > rep.StoredBefore || rep.ChainMaxAfter > 16 {
+		t.Errorf("past the cap: %+v", rep)
+	}
+	s, err := Open(dir, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.Stats(context.Background())
+	if err != nil || st.ByKind["full"] != 1 || st.ByKind["intermediate"] == 0 {
+		t.Fatalf("kinds after repack: %v (%v)", st.ByKind, err)
+	}
+	verifyClean(t, s)
+}

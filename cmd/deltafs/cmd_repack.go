@@ -62,7 +62,7 @@ does. A progress bar is shown when stderr is a terminal.`,
 	f.Uint32Var(&fl.opt.MaxChain, "max-chain", objstore.DefaultMaxChainLen, "at most `N` deltas to apply to read a revision")
 	f.Float64Var(&fl.opt.MaxReadRatio, "max-read-ratio", objstore.DefaultMaxReadRatio, "a chain reads at most `R` times its text's size")
 	f.Var(&fl.reuse, "reuse", "keep existing deltas verbatim: auto or never")
-	f.IntVar(&fl.opt.Jobs, "jobs", 0, "repack `N` files at once (default: the number of CPUs)")
+	f.IntVar(&fl.opt.Jobs, "jobs", 0, "repack `N` files, and compute N candidate deltas, at once (default: the number of CPUs)")
 	f.Var(&fl.memory, "memory-limit", "bound the texts held in memory to `SIZE` (e.g. 512MiB, 2G); default: half the RAM")
 	f.BoolVar(&fl.json, "json", false, "print the report as JSON")
 	_ = cmd.RegisterFlagCompletionFunc("reuse", cobra.FixedCompletions([]string{"auto", "never"}, cobra.ShellCompDirectiveNoFileComp))
