@@ -53,6 +53,9 @@ func (s *snapshotter) Create(ctx context.Context, name string) (index.Snapshot, 
 	if err := index.CheckName(name); err != nil {
 		return index.Snapshot{}, err
 	}
+	if s.b == nil {
+		return index.Snapshot{}, fmt.Errorf("snapshot %q: %w", name, fs.ErrReadOnly)
+	}
 	if _, err := s.Get(ctx, name); err == nil {
 		return index.Snapshot{}, fmt.Errorf("snapshot %q: %w", name, index.ErrExists)
 	}
@@ -185,11 +188,15 @@ func (s *snapshotter) Stats(ctx context.Context) (Stats, error) {
 	return st, err
 }
 
-// wrapCorrupt makes the store's corruption errors match fs.ErrCorrupt,
-// so that the live tree turns them into EIO with a log line.
+// wrapCorrupt makes the store's corruption and read-only errors match
+// fs.ErrCorrupt and fs.ErrReadOnly, so that the live tree turns them into
+// EIO (with a log line) and EROFS.
 func wrapCorrupt(err error) error {
-	if errors.Is(err, objstore.ErrCorrupt) && !errors.Is(err, fs.ErrCorrupt) {
+	switch {
+	case errors.Is(err, objstore.ErrCorrupt) && !errors.Is(err, fs.ErrCorrupt):
 		return fmt.Errorf("%w: %w", fs.ErrCorrupt, err)
+	case errors.Is(err, objstore.ErrReadOnly) && !errors.Is(err, fs.ErrReadOnly):
+		return fmt.Errorf("%w: %w", fs.ErrReadOnly, err)
 	}
 	return err
 }
