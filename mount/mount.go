@@ -42,6 +42,8 @@ type Config struct {
 	// Ready is called once the mount serves requests, with whether the
 	// store was created by this mount.
 	Ready func(m *Mounted)
+
+	testRecorder func(*Recorder) // tests: sees the Recorder
 }
 
 // Mounted describes a running mount, for the readiness line.
@@ -128,6 +130,9 @@ func open(store, mnt string, cfg Config) (*running, error) {
 		sink = m.sink
 	}
 	m.rec = NewRecorder(sink, cfg.FsyncInterval, cfg.Logger)
+	if cfg.testRecorder != nil {
+		cfg.testRecorder(m.rec)
+	}
 	m.fsys, err = fs.New(fs.Config{LiveDir: live, Recorder: m.rec, Logger: cfg.Logger, Passthrough: os.Geteuid() == 0})
 	if err != nil {
 		return nil, errors.Join(err, m.close(context.Background()))
@@ -156,8 +161,8 @@ func (m *running) mount(mnt string, cfg Config) error {
 	if cfg.ReadOnly {
 		opts.Options = append(opts.Options, "ro")
 	}
-	opts.DirectMount = os.Geteuid() == 0 // fusermount3 otherwise
-	opts.Logger = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
+	opts.DirectMount = os.Geteuid() == 0                                   // fusermount3 otherwise
+	opts.Logger = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug) // go-fuse diagnostics (orphaned nodes, ...) are not for users
 	server, err := gofs.Mount(mnt, m.fsys.Root(), opts)
 	if err != nil {
 		return fmt.Errorf("mount on %s: %w", mnt, err)

@@ -21,6 +21,28 @@ type live struct {
 	store, mnt string
 	cancel     context.CancelFunc
 	done       chan error
+	rec        *Recorder
+}
+
+// recorded waits until the live tree has reported n changes in all (the
+// kernel releases a closed file asynchronously), then until they are
+// recorded.
+func (l *live) recorded(t *testing.T, n uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		l.rec.mu.Lock()
+		got := l.rec.reports
+		l.rec.mu.Unlock()
+		if got >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d changes reported, want %d", got, n)
+		}
+	}
+	if err := l.rec.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // start runs a mount in the background and waits until it is ready.
@@ -40,6 +62,7 @@ func startWith(t *testing.T, cfg Config) *live {
 	go func() {
 		cfg.MountPoint, cfg.FsyncInterval = l.mnt, 50*time.Millisecond
 		cfg.Ready = func(m *Mounted) { ready <- m }
+		cfg.testRecorder = func(r *Recorder) { l.rec = r }
 		l.done <- Run(ctx, cfg)
 	}()
 	select {
@@ -151,7 +174,7 @@ func TestHistoryFollowsUsers(t *testing.T) {
 	// The original's close is released to the server asynchronously;
 	// let it be reported and recorded before the editor saves (an atomic
 	// save right after the original's own creation would race it).
-	time.Sleep(4 * newFileGrace)
+	l.recorded(t, 1)
 	edited := append([]byte("an edit at the top\n"), orig...)
 	if err := os.WriteFile(p(".notes.tmp"), edited, 0o644); err != nil {
 		t.Fatal(err)
@@ -256,9 +279,7 @@ func TestInPlaceWritesRecordExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	edit := func(fn func(f *os.File, cur []byte) []byte) {
-		// Past the new-file grace and the asynchronous FUSE release of
-		// the last close: one revision per edit.
-		time.Sleep(4 * newFileGrace)
+		l.recorded(t, uint64(len(want))) // one revision per edit
 		f, err := os.OpenFile(p, os.O_RDWR, 0)
 		if err != nil {
 			t.Fatal(err)

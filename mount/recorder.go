@@ -52,6 +52,7 @@ type Recorder struct {
 	held    map[fs.FileID]*heldChange
 	last    map[fs.FileID]time.Time // when a file's last change was queued
 	seq     map[fs.FileID]uint64    // queue position of a file's last change
+	reports uint64                  // Changed calls so far
 	enq     uint64                  // events queued so far
 	done    uint64                  // events the sink finished
 	waiters []waiter
@@ -98,6 +99,7 @@ func key(c *fs.Change) fs.FileID {
 func (r *Recorder) Changed(c fs.Change) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.reports++
 	k := key(&c)
 	var cont fs.FileID
 	if h := r.held[k]; h != nil {
