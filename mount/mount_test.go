@@ -321,3 +321,51 @@ func TestInPlaceWritesRecordExactly(t *testing.T) {
 		t.Logf("revision %d: %v, %d bytes stored", i, e.Kind, e.Stored)
 	}
 }
+
+// TestMoveOverKeepsOwnHistory: "mv a b" over an existing b carries a's
+// history on; b's ends.
+func TestMoveOverKeepsOwnHistory(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	p := func(n string) string { return filepath.Join(l.mnt, n) }
+	for i, n := range []string{"a", "b"} {
+		if err := os.WriteFile(p(n), testutil.Bytes(uint64(10+i), 50_000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.recorded(t, 2)
+	if err := os.Rename(p("a"), p("b")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p("b"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAtT(t, f, 0, []byte("edit"))
+	f.Close()
+	l.recorded(t, 3)
+	l.stop(t)
+	st, revs := revisions(t, store)
+	var a, b []index.Entry
+	for _, rs := range revs {
+		switch len(rs) {
+		case 2:
+			a = rs
+		case 1:
+			b = rs
+		}
+	}
+	if len(revs) != 2 || a == nil || b == nil || a[1].P1 != a[0].ID() {
+		t.Fatalf("revisions %v; want a's file with 2 revisions (the edit after the move) and b's with 1", revs)
+	}
+	if first, err := st.Get(context.Background(), a[0].ID()); err != nil || !bytes.Equal(first, testutil.Bytes(10, 50_000)) {
+		t.Fatalf("the edited file's history does not start with a's content (%v)", err)
+	}
+}
+
+func writeAtT(t *testing.T, f *os.File, off int64, b []byte) {
+	t.Helper()
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -68,8 +68,11 @@ func (s *storeSink) Record(ctx context.Context, ev Event) error {
 		defer ev.Change.Close()
 		return s.change(ctx, ev.Change, ev.Continues)
 	case ev.Rename != nil && !ev.Rename.Replaced.IsZero() && !ev.Rename.ID.IsZero() && !ev.Rename.Exchange:
-		// The moved file now carries on the replaced file's history.
-		if fid, ok := s.ids[ev.Rename.Replaced]; ok {
+		// A file with no history yet (never recorded) that replaces
+		// another carries on the replaced file's history; a file with
+		// its own history keeps it ("mv a b" carries a's history to b).
+		_, own := s.ids[ev.Rename.ID]
+		if fid, ok := s.ids[ev.Rename.Replaced]; ok && !own {
 			return s.bind(ev.Rename.ID, fid)
 		}
 	}
