@@ -25,6 +25,11 @@ const idsFile = "live.ids"
 
 const idRecordLen = 24
 
+// maxRecordBytes caps the files recorded: the store takes a revision as
+// one fulltext in memory, so a larger file (a VM image, a sparse file of
+// many GiB) stays in the live tree, unrecorded, with one log line.
+const maxRecordBytes = 4 << 30
+
 // storeSink records changes as revisions in an objstore.Store.
 type storeSink struct {
 	st   *objstore.Store
@@ -83,6 +88,9 @@ func (s *storeSink) Record(ctx context.Context, ev Event) error {
 func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileID) error {
 	if c.Content == nil {
 		return fmt.Errorf("%s: live file not reopened; change not recorded", c.Path)
+	}
+	if c.Size > maxRecordBytes {
+		return fmt.Errorf("%s: %d bytes, more than the %d a revision may have; change not recorded", c.Path, c.Size, int64(maxRecordBytes))
 	}
 	data, err := readContent(c.Content, c.Size)
 	if err != nil {
