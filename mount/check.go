@@ -91,9 +91,10 @@ func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
 }
 
-// checkFUSE checks that a mount can be attempted at all.
-func checkFUSE() error {
-	f, err := os.OpenFile(fuseDevice, os.O_RDWR, 0)
+// checkFUSE checks that a mount can be attempted at all, with device the
+// FUSE device (fuseDevice but in tests).
+func checkFUSE(device string) error {
+	f, err := os.OpenFile(device, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoFUSE, err)
 	}

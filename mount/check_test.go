@@ -46,3 +46,9 @@ func TestCheckMountPoint(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckFUSEMissingDevice(t *testing.T) {
+	if err := checkFUSE(filepath.Join(t.TempDir(), "fuse")); !errors.Is(err, ErrNoFUSE) {
+		t.Fatalf("checkFUSE of a missing device: %v, want ErrNoFUSE", err)
+	}
+}

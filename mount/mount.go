@@ -62,7 +62,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if err := checkFUSE(); err != nil {
+	if err := checkFUSE(fuseDevice); err != nil {
 		return err
 	}
 	created := !exists(filepath.Join(store, "FORMAT"))

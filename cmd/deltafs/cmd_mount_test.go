@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/internal/testutil"
+	"github.com/deltafs/deltafs/mount"
 	"github.com/deltafs/deltafs/objstore"
 )
 
@@ -303,5 +305,27 @@ func runEnv(t *testing.T, dir string, env []string, name string, args ...string)
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+}
+
+func TestMountExitCodes(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("mount: %w", err) }
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{wrap(mount.ErrMountPoint), exitMountPoint},
+		{wrap(mount.ErrOverlap), exitMountPoint},
+		{wrap(&objstore.LockError{Dir: "s", PID: "1"}), exitStoreLocked},
+		{wrap(objstore.ErrNotStore), exitNotStore},
+		{wrap(objstore.ErrFormat), exitNotStore},
+		{wrap(mount.ErrNoFUSE), exitNoFUSE},
+		{wrap(os.ErrPermission), exitPermission},
+		{wrap(errors.New("disk on fire")), exitFailure},
+	}
+	for _, tt := range tests {
+		if got := exitCode(tt.err); got != tt.want {
+			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+		}
 	}
 }
