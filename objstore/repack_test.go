@@ -182,7 +182,7 @@ func TestRepackAutoOnPoorDeltas(t *testing.T) {
 }
 
 func TestRepackReuseAuto(t *testing.T) {
-	h, dir := newHistoryStore(t, Config{}, 2, 60, 32_000)
+	h, dir := newHistoryStore(t, Config{}, 2, 40, 24_000)
 	auto := mustRepack(t, dir, RepackOptions{})
 	h.check(t, dir)
 	t.Logf("auto:  %+v", auto)

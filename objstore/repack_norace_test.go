@@ -1,0 +1,5 @@
+//go:build !race
+
+package objstore
+
+const raceEnabled = false
