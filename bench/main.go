@@ -84,7 +84,7 @@ func parseOptions(args []string, stderr io.Writer) (Options, error) {
 	fs.IntVar(&o.SlowRuns, "slow-n", 3, "runs per measurement of the slow codecs (deltafs zstd-dict, zstd -19), at most -n")
 	fs.IntVar(&o.VCSRuns, "vcs-n", 1, "runs per measurement of the slow git and Mercurial ingests and repacks (store suite), at most -n")
 	fs.IntVar(&o.ChainSample, "chain-sample", 10, "revisions of a long chain that a slow baseline encodes (evenly spaced); totals are scaled to the whole chain")
-	fs.StringVar(&o.Only, "only", "", "run only these benchmarks of the suite, comma-separated (e.g. M1,M3)")
+	fs.StringVar(&o.Only, "only", "", "run only these benchmarks of the suite, comma-separated (e.g. S3 or M1,M3)")
 	fs.BoolVar(&o.NoInstall, "no-install", false, "do not try to apt-get install missing baselines")
 	if err := fs.Parse(args); err != nil {
 		return o, err

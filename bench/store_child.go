@@ -154,11 +154,15 @@ func storeSizes(dir string, f index.FileID) (map[string][]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]int64{
+	sizes := map[string][]int64{
 		"stored": {int64(st.StoredBytes)}, "segment": {int64(st.SegmentBytes)},
 		"chain_max": {int64(st.ChainMax)}, "file": {int64(f)},
 		"snapshots": {st.ByKind["intermediate"] + st.ByKind["full"]},
-	}, nil
+	}
+	for k, n := range st.ByKind {
+		sizes["kind "+k] = []int64{n}
+	}
+	return sizes, nil
 }
 
 // childRead opens the store in a fresh process and reads one revision.
@@ -190,7 +194,9 @@ func childRead(ctx context.Context, args []string) (ChildResult, error) {
 // childReadAll reads every revision of file 1, each rebuilt from the
 // store (the fulltext cache is as small as -cache makes it), in a random
 // order, and reports per revision: latency ("lat_ns", in revision order),
-// stored bytes read ("read") and fulltext size ("size").
+// CPU time of the process during the read ("cpu_ns": unlike wall time, not
+// stretched when other processes take the core), stored bytes read
+// ("read") and fulltext size ("size").
 func childReadAll(ctx context.Context, args []string) (ChildResult, error) {
 	a, err := parseStoreArgs(args)
 	if err != nil {
@@ -206,7 +212,7 @@ func childReadAll(ctx context.Context, args []string) (ChildResult, error) {
 		return ChildResult{}, err
 	}
 	n := int(meta.Revs)
-	lat, read, size := make([]int64, n), make([]int64, n), make([]int64, n)
+	lat, cpu, read, size := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	order := rand.New(rand.NewPCG(7, 7)).Perm(n)
 	if !a.shuffle {
 		for i := range order {
@@ -220,11 +226,11 @@ func childReadAll(ctx context.Context, args []string) (ChildResult, error) {
 		if err != nil {
 			return ChildResult{}, err
 		}
-		t0 := time.Now()
+		t0, c0 := time.Now(), processCPU()
 		t.Start()
 		data, err := s.Get(ctx, revID(1, r))
 		t.Stop()
-		lat[r] = int64(time.Since(t0))
+		lat[r], cpu[r] = int64(time.Since(t0)), int64(processCPU()-c0)
 		if err != nil {
 			return ChildResult{}, fmt.Errorf("rev %d: %w", r, err)
 		}
@@ -236,7 +242,7 @@ func childReadAll(ctx context.Context, args []string) (ChildResult, error) {
 		total += int64(len(data))
 	}
 	res := t.Result(total)
-	res.Sizes = map[string][]int64{"lat_ns": lat, "read": read, "size": size}
+	res.Sizes = map[string][]int64{"lat_ns": lat, "cpu_ns": cpu, "read": read, "size": size}
 	return res, nil
 }
 

@@ -82,8 +82,21 @@ func smallestGit(rows []ingestRow) (content, disk ingestRow, ok bool) {
 	return content, disk, ok
 }
 
-func storeTargets(s1 s1Result, s2 s2Result, s3 s3Result) Table {
+func storeTargets(s1 *s1Result, s2 *s2Result, s3 *s3Result) Table {
 	t := Table{Title: "Targets (issue 3)", Header: []string{"target", "measured", "goal", "met"}}
+	if s1 != nil {
+		s1Targets(&t, *s1)
+	}
+	if s2 != nil {
+		s2Targets(&t, *s2)
+	}
+	if s3 != nil {
+		s3Targets(&t, *s3)
+	}
+	return t
+}
+
+func s1Targets(t *Table, s1 s1Result) {
 	if c, d, ok := smallestGit(s1.baselines); ok {
 		t.Add("S1 size, file history", fmt.Sprintf("%s / %s (%s) = %.2f", mb(s1.deltafs.content), mb(c.content), c.name,
 			ratio(s1.deltafs.content, c.content)), "<= 1.00", yes(s1.deltafs.content <= c.content))
@@ -101,6 +114,9 @@ func storeTargets(s1 s1Result, s2 s2Result, s3 s3Result) Table {
 	budget := int64(4*s1.chain.BaseSize) + objstore.DefaultCacheBytes + objstore.DefaultLatestBytes
 	t.Add("S1 ingest peak RSS", fmt.Sprintf("%s MiB", mib(s1.deltafs.sum.MaxRSS)),
 		fmt.Sprintf("< %s MiB (4 x 8 MiB + cache 64 + latest 64)", mib(budget)), yes(s1.deltafs.sum.MaxRSS < budget))
+}
+
+func s2Targets(t *Table, s2 s2Result) {
 	q := ratio(s2.best.content, s2.p1.content)
 	t.Add("S2 best-of-parents vs p1-only", fmt.Sprintf("%s / %s = %.2f", mb(s2.best.content), mb(s2.p1.content), q), "<= 0.80", yes(q <= 0.8))
 	if rp, ok := find(s2.baselines, "git repack -adf --window=250 --depth=250"); ok {
@@ -109,22 +125,26 @@ func storeTargets(s1 s1Result, s2 s2Result, s3 s3Result) Table {
 		t.Add("S2 size vs git repack, whole (du)", fmt.Sprintf("%s / %s = %.2f", mb(s2.best.disk), mb(rp.disk),
 			ratio(s2.best.disk, rp.disk)), "<= 1.00", yes(s2.best.disk <= rp.disk))
 	}
-	on := s3.rows[0]
-	pq := float64(on.p99) / float64(on.p50)
-	t.Add("S3 caps on: p99 / p50 read latency", fmt.Sprintf("%s / %s = %.2f", ms(on.p99), ms(on.p50), pq), "<= 3", yes(pq <= 3))
-	t.Add("S3 caps on: bytes read per revision", fmt.Sprintf("max %.2fx the text, %d over", on.readMax, on.overCap),
-		"<= 2x (MaxReadRatio)", yes(on.overCap == 0))
-	return t
 }
 
-func storeNotes(env *Env, s1 s1Result) []string {
+func s3Targets(t *Table, s3 s3Result) {
+	on := s3.rows[0]
+	pq := float64(on.p99) / float64(on.p50)
+	t.Add("S3 caps on: p99 / p50 read latency, wall", fmt.Sprintf("%s / %s = %.2f", ms(on.p99), ms(on.p50), pq), "<= 3", yes(pq <= 3))
+	cq := float64(on.cpu99) / float64(on.cpu50)
+	t.Add("S3 caps on: p99 / p50 read latency, CPU", fmt.Sprintf("%s / %s = %.2f", ms(on.cpu99), ms(on.cpu50), cq), "<= 3", yes(cq <= 3))
+	t.Add("S3 caps on: bytes read per revision", fmt.Sprintf("max %.2fx the text, %d over", on.readMax, on.overCap),
+		"<= 2x (MaxReadRatio)", yes(on.overCap == 0))
+}
+
+func storeNotes(env *Env, cold bool) []string {
 	notes := []string{
 		"git: " + toolVersion("git", "--version") + "; hg: " + toolVersion("hg", "--version") +
 			" with its defaults (HGRCPATH empty): " + hgFormat(env),
 		"git's content column counts only blobs; its disk column adds commits, trees, the index and " +
 			"hooks of a bare repository. hg's disk adds the changelog and manifest.",
 	}
-	if !s1.cold {
+	if !cold {
 		notes = append(notes, "The page cache could not be dropped (not root): cold reads are warm.")
 	}
 	return notes

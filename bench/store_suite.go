@@ -23,21 +23,35 @@ func storeSuite() Suite {
 func runStoreSuite(env *Env) (Report, error) {
 	missing := env.ensureTools([]string{"git", "hg"}, []string{"git", "mercurial"})
 	rep := Report{Intro: storeIntro(env, missing)}
-	s1, err := env.runS1(workload.StoreS1(), missing)
-	if err != nil {
-		return rep, fmt.Errorf("S1: %w", err)
+	var s1 *s1Result
+	var s2 *s2Result
+	var s3 *s3Result
+	if env.Opts.selected("S1") {
+		r, err := env.runS1(workload.StoreS1(), missing)
+		if err != nil {
+			return rep, fmt.Errorf("S1: %w", err)
+		}
+		s1 = &r
+		rep.Tables = append(rep.Tables, r.tables()...)
 	}
-	s2, err := env.runS2(workload.StoreS2(), missing)
-	if err != nil {
-		return rep, fmt.Errorf("S2: %w", err)
+	if env.Opts.selected("S2") {
+		r, err := env.runS2(workload.StoreS2(), missing)
+		if err != nil {
+			return rep, fmt.Errorf("S2: %w", err)
+		}
+		s2 = &r
+		rep.Tables = append(rep.Tables, r.table())
 	}
-	s3, err := env.runS3(workload.StoreS3())
-	if err != nil {
-		return rep, fmt.Errorf("S3: %w", err)
+	if env.Opts.selected("S3") {
+		r, err := env.runS3(workload.StoreS3())
+		if err != nil {
+			return rep, fmt.Errorf("S3: %w", err)
+		}
+		s3 = &r
+		rep.Tables = append(rep.Tables, r.table())
 	}
-	rep.Tables = append(rep.Tables, s1.tables()...)
-	rep.Tables = append(rep.Tables, s2.table(), s3.table(), storeTargets(s1, s2, s3))
-	rep.Notes = storeNotes(env, s1)
+	rep.Tables = append(rep.Tables, storeTargets(s1, s2, s3))
+	rep.Notes = storeNotes(env, s1 == nil || s1.cold)
 	return rep, nil
 }
 
