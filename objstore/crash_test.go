@@ -116,11 +116,15 @@ func TestKill9(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	start := time.Now()
 	for round := range rounds {
-		acks := killRound(t, dir, time.Duration(r.IntN(150))*time.Millisecond)
+		// Most rounds kill after the first acknowledged put, so that the
+		// loop exercises puts however slow the machine is; the rest kill
+		// at any moment after start-up, recovery included.
+		afterAck := r.IntN(4) != 0
+		acks := killRound(t, dir, time.Duration(r.IntN(150))*time.Millisecond, afterAck)
 		acked = append(acked, acks...)
 		checkAfterCrash(t, dir, acked, round, log)
 	}
-	if len(acked) < rounds {
+	if len(acked) < rounds/2 {
 		t.Fatalf("only %d puts acknowledged over %d rounds: the loop did not exercise much", len(acked), rounds)
 	}
 	cuts := strings.Count(logs.String(), "uncommitted")
@@ -130,14 +134,16 @@ func TestKill9(t *testing.T) {
 	t.Logf("%d rounds, %d acknowledged puts, %d uncommitted tails cut, %v", rounds, len(acked), cuts, time.Since(start))
 }
 
-// killRound runs the put loop, kills it after wait and returns its acks.
-func killRound(t *testing.T, dir string, wait time.Duration) []ack {
+// killRound runs the put loop, kills it after wait (counted from its first
+// acknowledged put if afterAck) and returns its acks.
+func killRound(t *testing.T, dir string, wait time.Duration, afterAck bool) []ack {
 	cmd, _, out, first := startHelper(t, "put-loop", dir)
 	if first != "ready" {
 		t.Fatalf("helper said %q", first)
 	}
 	var acks []ack
 	done := make(chan struct{})
+	firstAck := make(chan struct{})
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(out)
@@ -149,8 +155,19 @@ func killRound(t *testing.T, dir string, wait time.Duration) []ack {
 			}
 			a.id = index.RevID{File: index.FileID(f), Rev: index.Rev(rev)}
 			acks = append(acks, a)
+			if len(acks) == 1 {
+				close(firstAck)
+			}
 		}
 	}()
+	if afterAck {
+		select {
+		case <-firstAck:
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no put acknowledged within 30 s")
+		}
+	}
 	time.Sleep(wait)
 	cmd.Process.Signal(syscall.SIGKILL)
 	<-done
