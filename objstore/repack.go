@@ -322,6 +322,12 @@ func (rp *repacker) begin(ctx context.Context) (RepackReport, error) {
 		return nil
 	})
 	rep.Resumed = rep.ResumedRevisions > 0
+	if rep.Resumed { // progress counts the bytes done before, too
+		err = errors.Join(err, rp.shadow.idx.All(ctx, func(e index.Entry) error {
+			rp.doneBytes.Add(int64(e.Size))
+			return nil
+		}))
+	}
 	rp.done.Store(rep.ResumedRevisions)
 	rp.committed.Store(rep.ResumedRevisions)
 	return rep, err
