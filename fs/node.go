@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
@@ -28,9 +29,11 @@ type Node struct {
 	// refuses to mix the two on one inode (ETXTBSY or EINVAL), so at
 	// most one of them is non-zero: see ioMode.
 	cached, passed int
-	writers        int      // open writable handles, of either mode
-	sess           *session // set while writers > 0 or a change is pending
-	reported       FileID   // id of the last Change reported, zero if none
+	// when the last handle of each mode was released (see ioMode)
+	cachedReleased, passedReleased time.Time
+	writers                        int      // open writable handles, of either mode
+	sess                           *session // set while writers > 0 or a change is pending
+	reported                       FileID   // id of the last Change reported, zero if none
 }
 
 // waitRecorded waits until the recorder has recorded the changes of n

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -87,12 +88,24 @@ func isWritable(flags uint32) bool { return flags&syscall.O_ACCMODE != syscall.O
 //   - a writable open uses the cached mode (we see its writes) unless a
 //     passthrough handle is open, in which case it must use passthrough
 //     too and its session becomes Whole (written ranges unknown).
+//
+// The kernel leaves a released file's mode only after our RELEASE reply
+// reaches it, so a handle released less than ioModeGrace ago still
+// counts: an open in the other mode in that window would fail with EIO
+// (seen in the model test under -race).
 func (n *Node) ioMode(writable bool) (passthrough bool) {
+	now := time.Now()
 	if writable {
-		return n.passed > 0
+		return n.passed > 0 || now.Sub(n.passedReleased) < ioModeGrace
 	}
-	return n.cached == 0 && n.fsys.passthrough.Load()
+	return n.cached == 0 && now.Sub(n.cachedReleased) >= ioModeGrace && n.fsys.passthrough.Load()
 }
+
+// ioModeGrace is how long a released handle's I/O mode is still assumed
+// to hold in the kernel: far longer than a reply takes to arrive, short
+// enough that a file read now and rewritten a moment later loses its
+// written ranges only rarely.
+const ioModeGrace = 50 * time.Millisecond
 
 // openHandle wraps the opened live file fd in a handle of the right mode
 // and starts or joins the node's write session. truncFrom is the size
@@ -134,8 +147,10 @@ func (n *Node) released(fd int, passthrough, writable bool) {
 	defer n.mu.Unlock()
 	if passthrough {
 		n.passed--
+		n.passedReleased = time.Now()
 	} else {
 		n.cached--
+		n.cachedReleased = time.Now()
 	}
 	if !writable {
 		return
