@@ -33,8 +33,11 @@
 // the original's history as a small delta. Sync, and so unmount, waits
 // for all of it.
 //
-// Not yet: the Change's dirty ranges are not used to build the delta
-// from the ranges alone (the store diffs the fulltext against the
-// previous revision), and an interrupted recording is not redone from
-// the live file at the next mount.
+// The dirty ranges of a Change become a copy/insert delta against the
+// file's previous revision (delta.EncodeWrites, reading only the written
+// bytes), carried into Put, which verifies it and keeps it unless its own
+// is smaller. Not yet: objstore.Put still takes the whole fulltext, so
+// recording reads the whole live file (files over 4 GiB are not
+// recorded); and an interrupted recording is not redone from the live
+// file at the next mount.
 package mount
