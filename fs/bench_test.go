@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/deltafs/deltafs/internal/testutil"
 )
@@ -22,6 +23,7 @@ func BenchmarkRandomRead4K(b *testing.B) {
 			if err := os.WriteFile(p, data, 0o644); err != nil {
 				b.Fatal(err)
 			}
+			time.Sleep(100 * time.Millisecond) // past the I/O mode grace of the writer's release
 			f, err := os.Open(p)
 			if err != nil {
 				b.Fatal(err)

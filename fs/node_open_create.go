@@ -102,10 +102,14 @@ func (n *Node) ioMode(writable bool) (passthrough bool) {
 }
 
 // ioModeGrace is how long a released handle's I/O mode is still assumed
-// to hold in the kernel: far longer than a reply takes to arrive, short
-// enough that a file read now and rewritten a moment later loses its
-// written ranges only rarely.
-const ioModeGrace = 50 * time.Millisecond
+// to hold in the kernel. The kernel drops the mode while it takes in our
+// reply, microseconds after the count drops here unless the replying
+// goroutine is descheduled (seen for milliseconds under -race on a loaded
+// machine). The price of a long grace: a file opened read-only within it
+// after a write is read through the server for the life of that handle,
+// and one opened for writing within it after a read loses its written
+// ranges.
+const ioModeGrace = 20 * time.Millisecond
 
 // openHandle wraps the opened live file fd in a handle of the right mode
 // and starts or joins the node's write session. truncFrom is the size
