@@ -101,19 +101,19 @@ func TestRepackKillLoop(t *testing.T) {
 	}
 	h, dir := newHistoryStore(t, Config{P1Only: true, MaxChainLen: 4, SegmentSize: 64 << 10}, 3, 30, 20_000)
 	r := rand.New(rand.NewPCG(6, 2026))
-	const rounds = 21
+	const kills, maxRounds = 20, 60
 	start := time.Now()
-	killed, switched := 0, 0
-	for round := range rounds {
+	round, killed, switched := 0, 0, 0
+	for ; killed < kills && round < maxRounds; round++ {
 		cmd, sc := startRepackHelper(t, dir)
-		// Later rounds wait longer, so that some get through a whole
-		// repack (each resumes the last) and kills land in the switch too.
-		maxWait := 100 + 60*round
-		if raceEnabled {
-			maxWait = 150 // the helper's start alone takes longer than a repack
+		// Odd rounds wait longer and longer, so that some get through a
+		// whole repack (each resumes the last) and kills land in the switch
+		// too; even rounds kill early.
+		maxWait := 150
+		if round%2 == 1 && !raceEnabled { // under -race the helper's start alone takes longer
+			maxWait = 100 + 60*round
 		}
-		wait := time.Duration(r.IntN(maxWait)) * time.Millisecond
-		if killAfter(t, cmd, sc, wait) {
+		if killAfter(t, cmd, sc, time.Duration(r.IntN(maxWait))*time.Millisecond) {
 			killed++
 		}
 		if exists(filepath.Join(dir, shadowName, switchName)) || !exists(filepath.Join(dir, shadowName)) {
@@ -126,8 +126,8 @@ func TestRepackKillLoop(t *testing.T) {
 	}
 	// TestOpenFinishesSwitch ends the switch after each step for certain;
 	// here, without the race detector, some kills land in it at random.
-	if killed < rounds/2 || switched == 0 && !raceEnabled {
-		t.Errorf("%d of %d repacks killed, %d reached the switch: the loop did not cover both", killed, rounds, switched)
+	if killed < kills || switched == 0 && !raceEnabled {
+		t.Errorf("%d repacks killed in %d rounds, %d reached the switch: the loop did not cover both", killed, round, switched)
 	}
 	// Kill one once it has committed some revisions but not half (a run
 	// that only finishes an already complete shadow does not count).
@@ -142,7 +142,7 @@ func TestRepackKillLoop(t *testing.T) {
 		t.Errorf("the last repack did not resume: %+v", rep)
 	}
 	h.check(t, dir)
-	t.Logf("%d rounds, %d killed, %d reached the switch, %v; last run resumed %d of %d revisions", rounds, killed, switched, time.Since(start), rep.ResumedRevisions, rep.Revisions)
+	t.Logf("%d rounds, %d killed, %d reached the switch, %v; last run resumed %d of %d revisions", round, killed, switched, time.Since(start), rep.ResumedRevisions, rep.Revisions)
 }
 
 // killMidway runs a repack and kills it once it has committed at least one
