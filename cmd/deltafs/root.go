@@ -15,8 +15,7 @@ of a changed file records a revision, stored as a binary delta against the
 best of its parents in an append-only revlog indexed by badger; read-only
 snapshots appear under .snapshots/, delta chains are capped so that old
 revisions stay fast to read, and an offline repack rewrites the store.
-Today this binary offers the delta engine ("deltafs delta") and "deltafs
-version"; mounting is being built.`
+"deltafs mount STORE MOUNTPOINT" is where to start.`
 
 // run executes the deltafs command line args (without the program name)
 // with the given standard streams and returns the process exit code.
