@@ -124,13 +124,13 @@ func (s *Store) init(segDir string, created bool) error {
 		}
 	}
 	s.segs = openSegments(segDir, s.cfg.SegmentSize, tail)
-	if s.enc, err = newEncoder(zstd.SpeedDefault); err != nil {
+	if s.enc, err = newEncoder(zstd.SpeedDefault, 0); err != nil {
 		return err
 	}
-	if s.fenc, err = newEncoder(zstd.SpeedBetterCompression); err != nil {
+	if s.fenc, err = newEncoder(zstd.SpeedBetterCompression, 0); err != nil {
 		return err
 	}
-	if s.senc, err = newEncoder(zstd.SpeedBestCompression); err != nil {
+	if s.senc, err = newEncoder(zstd.SpeedBetterCompression, 2*smallDelta); err != nil {
 		return err
 	}
 	s.dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(2),
@@ -146,10 +146,19 @@ func (s *Store) init(segDir string, created bool) error {
 // Deltas use the default level (as fast as the fastest, 12% smaller).
 // Fulltexts are rare once chains and intermediate snapshots carry the
 // history and dominate the store size, so they get the better level.
-func newEncoder(l zstd.EncoderLevel) (*zstd.Encoder, error) {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(l),
-		zstd.WithEncoderConcurrency(2), zstd.WithLowerEncoderMem(true),
-		zstd.WithEncoderCRC(false)) // every record carries its own xxhash64
+//
+// Every encoder runs one block at a time: puts are serialised while they
+// encode, and each concurrent block would cost another set of tables (the
+// default level's are ~20 MiB). window, if not 0, caps the encoder's window,
+// which also shrinks its tables: the small-delta encoder needs only 128 KiB.
+func newEncoder(l zstd.EncoderLevel, window int) (*zstd.Encoder, error) {
+	opts := []zstd.EOption{zstd.WithEncoderLevel(l),
+		zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true),
+		zstd.WithEncoderCRC(false)} // every record carries its own xxhash64
+	if window > 0 {
+		opts = append(opts, zstd.WithWindowSize(window))
+	}
+	enc, err := zstd.NewWriter(nil, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("objstore: zstd: %w", err)
 	}
