@@ -262,7 +262,8 @@ func (rp *repacker) build(e index.Entry, text []byte, cands []prepared, d Decisi
 
 // fresh makes a new record for ne with payload.
 func (rp *repacker) fresh(ne index.Entry, payload []byte, flags byte) (index.Entry, []byte, outcome, error) {
-	ne.Flags = index.Flags(flags)
+	// Only the record's own bits change; any other entry flag is kept.
+	ne.Flags = ne.Flags&^index.Flags(recFlagsAll) | index.Flags(flags)
 	rec := appendRecord(nil, recHeader{Flags: flags, ID: ne.ID(), TextLen: ne.Size}, payload)
 	ne.Stored = uint32(len(rec))
 	ne.ChainBytes += uint64(len(rec))
