@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -77,6 +78,7 @@ func runRepack(cmd *cobra.Command, store string, fl repackFlags) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fl.opt.Reuse, fl.opt.MemoryLimit = objstore.Reuse(fl.reuse), int64(fl.memory)
+	fl.opt.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	bar := newProgressBar(cmd.ErrOrStderr(), "repack")
 	if bar != nil {
 		fl.opt.Progress = func(p objstore.RepackProgress) {
