@@ -4,8 +4,13 @@
 //
 // It owns: every POSIX operation on the live tree; the reserved
 // .snapshots name at the root (it always appears as a directory, and no
-// user may create, remove or rename a .snapshots there; what it holds
-// comes from later work); the identity of live files (FileID, kept in
+// user may create, remove or rename a .snapshots there); the snapshot
+// view under it (read-only directories built from the store's trees, see
+// snapshots_view.go, over the Snapshots interface the mount implements);
+// building snapshot trees from the live directory with dirty tracking,
+// so that a snapshot re-serialises only the directories that changed
+// (TreeBuilder, snapshots_build.go and snapshots_hooks.go); the identity
+// of live files (FileID, kept in
 // the xattr user.deltafs.id of the live file, hidden from users); and
 // telling a Recorder what changed.
 //

@@ -29,6 +29,12 @@ type Config struct {
 	// CAP_SYS_ADMIN) and a kernel with CAP_PASSTHROUGH; go-fuse turns it
 	// off by itself when registering a backing file fails.
 	Passthrough bool
+	// Snapshots serves .snapshots; nil leaves it an empty directory
+	// that refuses entries.
+	Snapshots Snapshots
+	// Tree, if set, is told which directories change (see
+	// snapshots_hooks.go).
+	Tree *TreeBuilder
 }
 
 // FS is a live tree: a go-fuse node tree over Config.LiveDir.
@@ -40,6 +46,10 @@ type FS struct {
 	loop        *gofs.LoopbackRoot
 	root        *Node
 	rootFd      int // O_PATH descriptor of the live directory
+	rootIno     uint64
+	snaps       Snapshots
+	tree        *TreeBuilder
+	writers     writing
 
 	// serverReads counts reads served by this process for handles
 	// meant for passthrough: zero when passthrough works.
@@ -55,7 +65,8 @@ func New(cfg Config) (*FS, error) {
 	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return nil, fmt.Errorf("live directory %s: %w", cfg.LiveDir, syscall.ENOTDIR)
 	}
-	f := &FS{live: cfg.LiveDir, rec: cfg.Recorder, log: cfg.Logger}
+	f := &FS{live: cfg.LiveDir, rec: cfg.Recorder, log: cfg.Logger, rootIno: st.Ino, snaps: cfg.Snapshots, tree: cfg.Tree}
+	f.writers.nodes = map[*Node]struct{}{}
 	if f.rec == nil {
 		f.rec = NopRecorder{}
 	}

@@ -14,6 +14,7 @@ import (
 // its own, reported at once unless a writer is open (then it joins that
 // writer's session).
 func (n *Node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	defer n.touchSelf()
 	sz, hasSize := in.GetSize()
 	_, isHandle := f.(fdHolder)
 	switch {
@@ -86,6 +87,7 @@ func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 	if isOurXattr(attr) {
 		return syscall.EPERM
 	}
+	defer n.touchSelf()
 	return n.LoopbackNode.Setxattr(ctx, attr, data, flags)
 }
 
@@ -94,6 +96,7 @@ func (n *Node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	if isOurXattr(attr) {
 		return syscall.EPERM
 	}
+	defer n.touchSelf()
 	return n.LoopbackNode.Removexattr(ctx, attr)
 }
 

@@ -18,21 +18,33 @@ func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if n.reserved(name) {
 		return nil, syscall.EEXIST
 	}
-	return n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	if errno == 0 {
+		n.touchNewDir(ch.StableAttr().Ino)
+	}
+	return ch, errno
 }
 
 func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if n.reserved(name) {
 		return nil, syscall.EEXIST
 	}
-	return n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+	ch, errno := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+	if errno == 0 {
+		n.touchChild(ch.StableAttr().Ino)
+	}
+	return ch, errno
 }
 
 func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if n.reserved(name) {
 		return nil, syscall.EEXIST
 	}
-	return n.LoopbackNode.Symlink(ctx, target, name, out)
+	ch, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
+	if errno == 0 {
+		n.touchChild(ch.StableAttr().Ino)
+	}
+	return ch, errno
 }
 
 func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
@@ -42,6 +54,7 @@ func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if errno := n.LoopbackNode.Rmdir(ctx, name); errno != 0 {
 		return errno
 	}
+	n.touchChild(0)
 	n.fsys.rec.Removed(Remove{Path: n.childRel(name), Dir: true})
 	return 0
 }
@@ -51,6 +64,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 		return syscall.EPERM
 	}
 	p := n.childPath(name)
+	ino := n.childIno(name)
 	reg, nlink := isRegular(p)
 	var id FileID
 	if reg {
@@ -59,6 +73,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if errno := n.LoopbackNode.Unlink(ctx, name); errno != 0 {
 		return errno
 	}
+	n.touchChild(ino)
 	if reg {
 		nlink--
 	}
@@ -78,6 +93,7 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	if errno != 0 {
 		return nil, errno
 	}
+	n.touchChild(t.liveIno())
 	n.fsys.rec.Linked(Link{Path: n.childRel(name), Target: t.relPath(), ID: readID(t.livePath())})
 	return ch, 0
 }
@@ -93,9 +109,12 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		return syscall.EPERM
 	}
 	ev := n.renameEvent(name, np, newName, flags)
+	fromIno, toIno := n.childIno(name), np.childIno(newName)
 	if errno := n.LoopbackNode.Rename(ctx, name, newParent, newName, flags); errno != 0 {
 		return errno
 	}
+	n.touchChild(fromIno)
+	np.touchChild(toIno)
 	n.fsys.rec.Renamed(ev)
 	return 0
 }

@@ -56,6 +56,7 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		return nil, nil, 0, n.fsys.errno("create", err)
 	}
 	out.FromStat(&st)
+	n.touchChild(st.Ino)
 	ch := n.NewInode(ctx, n.fsys.newNode(nil, nil, "", &st), attr)
 	child := ch.Operations().(*Node)
 	return ch, child.openHandle(fd, flags, true, -1), 0, 0
@@ -133,6 +134,9 @@ func (n *Node) openHandle(fd int, flags uint32, created bool, truncFrom int64) g
 
 // joinSession counts a new writer, with n.mu held.
 func (n *Node) joinSession(fd int, created, pt bool, truncFrom int64) {
+	if n.writers == 0 {
+		n.startedWriting()
+	}
 	n.writers++
 	if n.sess == nil {
 		n.sess = newSession(fd, created)
@@ -160,6 +164,9 @@ func (n *Node) released(fd int, passthrough, writable bool) {
 		return
 	}
 	n.writers--
+	if n.writers == 0 {
+		n.stoppedWriting()
+	}
 	if n.writers > 0 || n.sess == nil {
 		return
 	}

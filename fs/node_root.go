@@ -18,7 +18,11 @@ func (n *Node) OnAdd(ctx context.Context) {
 	if !n.isRoot() {
 		return
 	}
-	snap := n.NewPersistentInode(ctx, &snapshotsDir{}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: snapshotsIno})
+	var dir gofs.InodeEmbedder = &snapshotsDir{}
+	if n.fsys.snaps != nil {
+		dir = NewSnapshotsDir(n.fsys.snaps, n.fsys.log)
+	}
+	snap := n.NewPersistentInode(ctx, dir, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: snapshotsIno})
 	n.AddChild(SnapshotsName, snap, false)
 }
 
@@ -27,7 +31,7 @@ func (n *Node) OnAdd(ctx context.Context) {
 func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if n.reserved(name) {
 		snap := n.GetChild(SnapshotsName)
-		snap.Operations().(*snapshotsDir).fill(&out.Attr)
+		snap.Operations().(interface{ fill(*fuse.Attr) }).fill(&out.Attr)
 		return snap, 0
 	}
 	return n.LoopbackNode.Lookup(ctx, name, out)

@@ -18,8 +18,21 @@
 // foreground.
 //
 // Store layout added by this package: live/ (current content of every
-// file, served by fs) and live.ids (the map from the live tree's FileIDs
-// to the store's, see storesink.go).
+// file, served by fs), live.ids (the map from the live tree's FileIDs
+// to the store's, see storesink.go) and, while mounted, control.sock
+// (the control socket of the CLI, see control.go).
+//
+// Snapshots (snapshot.go): mkdir in .snapshots, the control socket and
+// the automatic snapshots (--snapshot-every, --keep-snapshots) all go
+// through one snapshotter: it waits until everything reported is
+// recorded, lets fs's TreeBuilder re-serialise the directories that
+// changed (files still open for writing are taken as they are: their
+// live content becomes a revision if none holds it), and records the
+// snapshot in the store. Offline (no mount), the same snapshotter works
+// on the store directly, walking the whole live tree. The mount's
+// source in /proc/self/mountinfo is the store directory, so that the
+// CLI finds the store (and its control socket) from any path inside the
+// mount.
 //
 // Recording: fs reports a Change when the last writable handle of a file
 // closes (or on fsync); the Recorder queues it and one background

@@ -42,6 +42,11 @@ type Config struct {
 	// Ready is called once the mount serves requests, with whether the
 	// store was created by this mount.
 	Ready func(m *Mounted)
+	// SnapshotEvery takes an automatic snapshot (named by UTC time,
+	// see AutoName) this often; 0: never. KeepSnapshots retires the
+	// oldest automatic snapshots beyond this many (0: keep all).
+	SnapshotEvery time.Duration
+	KeepSnapshots int
 
 	testRecorder func(*Recorder) // tests: sees the Recorder
 }
@@ -77,6 +82,9 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		return err
 	}
+	if err := m.snaps.start(store, cfg); err != nil {
+		cfg.Logger.Warn("no control socket: snapshot and stats commands cannot reach this mount", "err", err)
+	}
 	if cfg.Ready != nil {
 		cfg.Ready(&Mounted{Store: store, MountPoint: mnt, Created: created})
 	}
@@ -105,10 +113,12 @@ func exists(p string) bool {
 type running struct {
 	st     *objstore.Store
 	sink   *storeSink
+	snaps  *snapshotParts
 	rec    *Recorder
 	fsys   *fs.FS
 	server *fuse.Server
 	mnt    string
+	store  string
 }
 
 // open opens the store and builds the live tree over it.
@@ -117,9 +127,10 @@ func open(store, mnt string, cfg Config) (*running, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &running{st: st, mnt: mnt}
+	m := &running{st: st, mnt: mnt, store: store}
 	live := filepath.Join(store, liveDir)
 	var sink Sink = discardSink{} // a read-only mount changes nothing
+	var ls *lockedSink
 	if !cfg.ReadOnly {
 		if err := os.Mkdir(live, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, errors.Join(fmt.Errorf("create %s: %w", live, err), st.Close())
@@ -127,16 +138,19 @@ func open(store, mnt string, cfg Config) (*running, error) {
 		if m.sink, err = openStoreSink(st, filepath.Join(store, idsFile), cfg.Logger); err != nil {
 			return nil, errors.Join(err, st.Close())
 		}
-		sink = m.sink
+		ls = &lockedSink{sink: m.sink}
+		sink = ls
 	}
 	m.rec = NewRecorder(sink, cfg.FsyncInterval, cfg.Logger)
 	if cfg.testRecorder != nil {
 		cfg.testRecorder(m.rec)
 	}
-	m.fsys, err = fs.New(fs.Config{LiveDir: live, Recorder: m.rec, Logger: cfg.Logger, Passthrough: os.Geteuid() == 0})
+	m.snaps = newSnapshotParts(st, live, ls, cfg)
+	m.fsys, err = fs.New(m.snaps.fsConfig(fs.Config{LiveDir: live, Recorder: m.rec, Logger: cfg.Logger, Passthrough: os.Geteuid() == 0}))
 	if err != nil {
 		return nil, errors.Join(err, m.close(context.Background()))
 	}
+	m.snaps.prepareWith(m.rec, m.fsys)
 	return m, nil
 }
 
@@ -163,6 +177,7 @@ func (m *running) mount(mnt string, cfg Config) error {
 	}
 	opts.DirectMount = os.Geteuid() == 0                                   // fusermount3 otherwise
 	opts.Logger = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug) // go-fuse diagnostics (orphaned nodes, ...) are not for users
+	opts.FsName = m.store                                                  // the CLI finds the store from inside the mount
 	server, err := gofs.Mount(mnt, m.fsys.Root(), opts)
 	if err != nil {
 		return fmt.Errorf("mount on %s: %w", mnt, err)
@@ -212,6 +227,9 @@ func (m *running) unmount(ctx context.Context, unmounted <-chan struct{}) error 
 // close records what is pending and closes everything, in order.
 func (m *running) close(ctx context.Context) error {
 	var errs []error
+	if m.snaps != nil {
+		errs = append(errs, m.snaps.stop())
+	}
 	if m.rec != nil {
 		if err := m.rec.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("%w: recording pending revisions: %w", ErrShutdown, err))

@@ -32,6 +32,7 @@ Ctrl-C (SIGINT) or SIGTERM records every pending revision and unmounts;
 so does "deltafs umount MOUNTPOINT" from another shell. A store can be
 mounted once at a time: a second mount fails naming the first.`,
 		Example: `  deltafs mount ~/work.dfs ~/work
+  deltafs mount --snapshot-every 1h --keep-snapshots 48 ~/work.dfs ~/work
   deltafs mount --read-only ~/work.dfs /mnt/work`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -44,6 +45,8 @@ mounted once at a time: a second mount fails naming the first.`,
 	f.BoolVar(&cfg.ReadOnly, "read-only", false, "mount read-only; the store must exist")
 	f.DurationVar(&cfg.FsyncInterval, "fsync-interval", mount.DefaultFsyncInterval, "record at most one revision per `DURATION` for a file fsynced again and again")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", mount.DefaultShutdownTimeout, "give up unmounting and recording after `DURATION`")
+	f.DurationVar(&cfg.SnapshotEvery, "snapshot-every", 0, "take an automatic snapshot (named auto-<UTC time>) every `DURATION`; 0: never")
+	f.IntVar(&cfg.KeepSnapshots, "keep-snapshots", 0, "keep only the newest `N` automatic snapshots (0: keep all); snapshots you name are never retired")
 	f.BoolVar(&cfg.Debug, "debug", false, "log every FUSE request on stderr")
 	return cmd
 }

@@ -1,0 +1,174 @@
+package mount
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/deltafs/deltafs/index"
+	"golang.org/x/sys/unix"
+)
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readOr(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return string(b)
+}
+
+// TestMountedSnapshots: snapshots of a real mount keep what the tree was,
+// including a file still open for writing, hard links, symlinks, modes and
+// xattrs, while the live tree moves on; .snapshots is never inside one.
+func TestMountedSnapshots(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	l := start(t, store)
+	m := l.mnt
+	mustDo(t, os.MkdirAll(m+"/src/pkg", 0o755))
+	mustDo(t, os.WriteFile(m+"/src/pkg/a.go", []byte("package a\n"), 0o644))
+	mustDo(t, os.WriteFile(m+"/notes.txt", []byte("v1\n"), 0o600))
+	mustDo(t, os.Link(m+"/src/pkg/a.go", m+"/src/a-link.go"))
+	mustDo(t, os.Symlink("pkg/a.go", m+"/src/sym"))
+	mustDo(t, unix.Setxattr(m+"/notes.txt", "user.tag", []byte("t1"), 0))
+	open, err := os.OpenFile(m+"/open.log", os.O_CREATE|os.O_WRONLY, 0o644)
+	mustDo(t, err)
+	defer open.Close()
+	_, err = open.WriteString("written before the snapshot\n")
+	mustDo(t, err)
+
+	mustDo(t, os.Mkdir(m+"/.snapshots/s1", 0o755))
+
+	_, err = open.WriteString("written after\n")
+	mustDo(t, err)
+	mustDo(t, os.WriteFile(m+"/notes.txt", []byte("v2\n"), 0o600))
+	mustDo(t, os.Chmod(m+"/src/pkg/a.go", 0o755))
+	mustDo(t, os.Remove(m+"/src/a-link.go"))
+	mustDo(t, unix.Setxattr(m+"/notes.txt", "user.tag", []byte("t2"), 0))
+	mustDo(t, os.Rename(m+"/src/pkg", m+"/pkg2"))
+	mustDo(t, os.Mkdir(m+"/.snapshots/s2", 0o755))
+
+	s1, s2 := m+"/.snapshots/s1", m+"/.snapshots/s2"
+	for p, want := range map[string]string{
+		s1 + "/notes.txt": "v1\n", s1 + "/src/pkg/a.go": "package a\n", s1 + "/src/a-link.go": "package a\n",
+		s1 + "/src/sym": "package a\n", s1 + "/open.log": "written before the snapshot\n",
+		s2 + "/notes.txt": "v2\n", s2 + "/pkg2/a.go": "package a\n",
+		s2 + "/open.log": "written before the snapshot\nwritten after\n",
+	} {
+		if got := readOr(t, p); got != want {
+			t.Errorf("%s = %q, want %q", p, got, want)
+		}
+	}
+	var a, b syscall.Stat_t
+	mustDo(t, syscall.Lstat(s1+"/src/pkg/a.go", &a))
+	mustDo(t, syscall.Lstat(s1+"/src/a-link.go", &b))
+	if a.Ino != b.Ino || a.Nlink != 2 || a.Mode&0o777 != 0o644 {
+		t.Errorf("hard links in s1: ino %d/%d nlink %d mode %o", a.Ino, b.Ino, a.Nlink, a.Mode)
+	}
+	if fi, err := os.Stat(s2 + "/pkg2/a.go"); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("s2 a.go mode: %v %v", fi, err)
+	}
+	if fi, err := os.Stat(s1 + "/notes.txt"); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("s1 notes.txt: %v %v", fi, err)
+	}
+	buf := make([]byte, 16)
+	if n, err := unix.Getxattr(s1+"/notes.txt", "user.tag", buf); err != nil || string(buf[:n]) != "t1" {
+		t.Errorf("s1 xattr: %q %v", buf[:max(n, 0)], err)
+	}
+	if n, _ := unix.Listxattr(s1+"/notes.txt", buf); strings.Contains(string(buf[:max(n, 0)]), "deltafs") {
+		t.Errorf("s1 shows deltafs's own xattr: %q", buf[:n])
+	}
+	if _, err := os.Stat(s1 + "/.snapshots"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf(".snapshots inside a snapshot: %v", err)
+	}
+	if err := os.WriteFile(s1+"/notes.txt", []byte("x"), 0o600); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("write into a snapshot: %v", err)
+	}
+	if err := os.Mkdir(m+"/.snapshots/a\\b/..", 0o755); err == nil {
+		t.Error("mkdir of a nested name in .snapshots succeeded")
+	}
+	if err := os.Mkdir(m+"/.snapshots/"+strings.Repeat("x", 256), 0o755); !errors.Is(err, syscall.ENAMETOOLONG) {
+		t.Errorf("256-byte snapshot name: %v", err)
+	}
+	mustDo(t, os.Rename(s1, m+"/.snapshots/first"))
+	mustDo(t, os.Remove(s2))
+	ents, err := os.ReadDir(m + "/.snapshots")
+	if err != nil || len(ents) != 1 || ents[0].Name() != "first" {
+		t.Fatalf("ls .snapshots: %v %v", ents, err)
+	}
+	if got := readOr(t, m+"/.snapshots/first/notes.txt"); got != "v1\n" {
+		t.Errorf("renamed snapshot: %q", got)
+	}
+}
+
+// TestMountedSnapshotControl reaches a running mount from the store path
+// and from a path inside the mount, as the CLI does.
+func TestMountedSnapshotControl(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	l := start(t, store)
+	mustDo(t, os.MkdirAll(l.mnt+"/deep/dir", 0o755))
+	mustDo(t, os.WriteFile(l.mnt+"/deep/dir/f", []byte("one"), 0o644))
+	ctx := context.Background()
+	for i, where := range []string{store, l.mnt + "/deep/dir"} {
+		c, closeFn, err := Connect(ctx, where, false, quiet())
+		if err != nil {
+			t.Fatalf("connect via %s: %v", where, err)
+		}
+		if _, ok := c.(remote); !ok {
+			t.Fatalf("connect via %s opened the store instead of the mount (%T)", where, c)
+		}
+		if _, err := c.CreateSnapshot(ctx, fmt.Sprintf("cli-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Stats(ctx)
+		if err != nil || !st.Mounted || st.Snapshots != int64(i+1) || st.Files != 1 {
+			t.Fatalf("stats via %s: %+v %v", where, st, err)
+		}
+		closeFn()
+	}
+	if got := readOr(t, l.mnt+"/.snapshots/cli-1/deep/dir/f"); got != "one" {
+		t.Fatalf("snapshot taken over the socket: %q", got)
+	}
+	if _, err := Call(ctx, store, Request{Op: "create", Name: "cli-0"}); !errors.Is(err, index.ErrExists) {
+		t.Fatalf("duplicate over the socket: %v", err)
+	}
+	l.stop(t)
+	if _, err := os.Stat(filepath.Join(store, ControlSocket)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("control socket left behind: %v", err)
+	}
+}
+
+// TestAutomaticSnapshots: --snapshot-every with --keep-snapshots.
+func TestAutomaticSnapshots(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	l := startWith(t, Config{Store: store, SnapshotEvery: 1100 * time.Millisecond, KeepSnapshots: 2})
+	mustDo(t, os.WriteFile(l.mnt+"/f", []byte("x"), 0o644))
+	mustDo(t, os.Mkdir(l.mnt+"/.snapshots/mine", 0o755))
+	time.Sleep(4 * time.Second)
+	ents, err := os.ReadDir(l.mnt + "/.snapshots")
+	mustDo(t, err)
+	var auto []string
+	mine := false
+	for _, e := range ents {
+		if isAuto(e.Name()) {
+			auto = append(auto, e.Name())
+		}
+		mine = mine || e.Name() == "mine"
+	}
+	if len(auto) != 2 || !mine {
+		t.Fatalf("after 4 s every 1.1 s keeping 2: %v", ents)
+	}
+}

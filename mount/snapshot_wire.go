@@ -1,0 +1,81 @@
+package mount
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/objstore"
+)
+
+// snapshotParts is what a mount adds for snapshots: the snapshotter
+// behind .snapshots and the control socket, the dirty-tracking tree
+// builder, and the automatic snapshots.
+type snapshotParts struct {
+	snap     *snapshotter
+	tree     *fs.TreeBuilder // nil on a read-only mount
+	ctl      *controlServer
+	stopAuto context.CancelFunc
+	autoDone chan struct{}
+}
+
+// newSnapshotParts builds the snapshotter of a mount over st; ls is nil
+// on a read-only mount (no snapshot can be taken there).
+func newSnapshotParts(st *objstore.Store, live string, ls *lockedSink, cfg Config) *snapshotParts {
+	p := &snapshotParts{snap: newSnapshotter(st, nil, nil, cfg.Logger)}
+	if ls != nil {
+		p.tree = fs.NewTreeBuilder(live)
+		p.snap.b, p.snap.revs = p.tree, &liveRevs{st: st, ls: ls}
+	}
+	return p
+}
+
+// fsConfig adds the snapshot parts to the live tree's configuration.
+func (p *snapshotParts) fsConfig(c fs.Config) fs.Config {
+	c.Snapshots, c.Tree = p.snap, p.tree
+	return c
+}
+
+// prepareWith makes snapshots wait for the recorder and take the open
+// writers of fsys.
+func (p *snapshotParts) prepareWith(rec *Recorder, fsys *fs.FS) {
+	p.snap.prepare = func(ctx context.Context) ([]fs.Touch, error) {
+		if err := rec.Sync(ctx); err != nil {
+			return nil, err
+		}
+		return fsys.Writers(), nil
+	}
+}
+
+// start opens the control socket in the store directory and starts the
+// automatic snapshots, once the mount serves.
+func (p *snapshotParts) start(store string, cfg Config) error {
+	ctl, err := serveControl(store, uint32(os.Getuid()), p.snap, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	p.ctl = ctl
+	if cfg.SnapshotEvery > 0 && p.tree != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		p.stopAuto, p.autoDone = cancel, make(chan struct{})
+		a := &autoSnapshots{c: p.snap, every: cfg.SnapshotEvery, keep: cfg.KeepSnapshots, log: cfg.Logger, now: time.Now, nameFunc: AutoName}
+		go func() { defer close(p.autoDone); a.run(ctx) }()
+	}
+	return nil
+}
+
+// stop ends the automatic snapshots and closes the control socket; the
+// mount then records what is pending and closes the store.
+func (p *snapshotParts) stop() error {
+	if p.stopAuto != nil {
+		p.stopAuto()
+		<-p.autoDone
+	}
+	if p.ctl == nil {
+		return nil
+	}
+	err := p.ctl.Close()
+	p.ctl = nil
+	return err
+}
