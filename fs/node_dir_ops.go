@@ -94,6 +94,7 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 		return nil, errno
 	}
 	n.touchChild(t.liveIno())
+	t.touchSelf() // its link count shows in the directory holding it too
 	n.fsys.rec.Linked(Link{Path: n.childRel(name), Target: t.relPath(), ID: readID(t.livePath())})
 	return ch, 0
 }
