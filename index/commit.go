@@ -44,8 +44,8 @@ func setEntry(txn *badger.Txn, e *Entry) error {
 	if err := txn.Set(revKey(e.ID()), v); err != nil {
 		return err
 	}
-	if e.Kind == KindDedup {
-		return nil
+	if e.Kind == KindDedup || e.Flags&FlagHashDeferred != 0 {
+		return nil // no data of its own, or no content hash to find it by
 	}
 	return txn.Set(hashKey(e.Hash, e.ID()), nil)
 }

@@ -54,7 +54,16 @@ type Flags uint16
 const (
 	FlagZstd  Flags = 1 << 0 // payload is zstd-compressed
 	FlagDelta Flags = 1 << 1 // payload is a delta against Base
+
+	// FlagHashDeferred lives in the index only, never in a record: the
+	// revision was stored from a delta alone (objstore's delta-only put)
+	// and Hash is 0, not the content hash; reads trust the records'
+	// checksums for it.
+	FlagHashDeferred Flags = 1 << 8
 )
+
+// RecordFlags returns the flags a revision's segment record carries.
+func (f Flags) RecordFlags() Flags { return f &^ FlagHashDeferred }
 
 // Entry is the index record of one revision.
 type Entry struct {
@@ -67,7 +76,7 @@ type Entry struct {
 	ChainBytes uint64   // stored bytes read to rebuild it, whole chain
 	Size       uint64   // fulltext length
 	Stored     uint32   // length of its own segment record (0 for dedup)
-	Hash       uint64   // xxhash64 of the fulltext
+	Hash       uint64   // xxhash64 of the fulltext; 0 with FlagHashDeferred
 	Seg        uint32   // segment holding the record
 	Off        uint64   // record offset in that segment
 	Flags      Flags

@@ -24,7 +24,7 @@ func (s *Store) enqueue(e index.Entry, meta index.FileMeta) *batch {
 	b.b.Tail = s.segs.tail()
 	s.pmu.Lock()
 	s.pending[e.ID()] = e
-	if e.Kind != index.KindDedup {
+	if e.Kind != index.KindDedup && e.Flags&index.FlagHashDeferred == 0 {
 		s.pendingHash[e.Hash] = append(s.pendingHash[e.Hash], e.ID())
 	}
 	s.pmu.Unlock()

@@ -19,9 +19,20 @@
 //     off whatever lies beyond the committed tail;
 //   - a delta chain never exceeds the caps in Config (length, bytes read as a
 //     multiple of the text), and no delta is stored that is not smaller than
-//     the compressed fulltext (see SelectBase for the one estimate involved);
+//     the compressed fulltext (see SelectBase for the one estimate involved;
+//     a delta-only put, which has no text to compress, is measured against
+//     the file's last compression ratio, or the raw text);
 //   - a rebuilt revision is checked against its content hash: reads return the
-//     right bytes or an error matching ErrCorrupt that names the revision.
+//     right bytes or an error matching ErrCorrupt that names the revision;
+//   - except a revision put from a delta alone (PutRequest.DeltaOnly; its
+//     entry has index.FlagHashDeferred and Hash 0): the store never sees its text, so it
+//     has no content hash. Its delta was validated against its base's and
+//     its own lengths before it was stored, every record of its chain
+//     carries an xxhash64 checksum that each read checks, and its base
+//     chain's fulltext is hash-checked as usual; that is what a read of it
+//     trusts. Dedup never matches it (it is not in the hash index). Verify
+//     rebuilds it and says how many such revisions it found; repack may
+//     fill the hash in from the text it rebuilds (Store.WithContentHash).
 //
 // Concurrency: any number of readers and writers may call the Store at once.
 // Writers are serialised while they choose bases and append records; their

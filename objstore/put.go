@@ -22,11 +22,22 @@ type PutRequest struct {
 	// it passes the caps and is the smallest candidate, stored verbatim.
 	Delta     []byte
 	DeltaBase index.RevID
+
+	// DeltaOnly makes a put from Delta alone: Data nil, Delta a CodecCopy
+	// delta against DeltaBase == P1 (e.g. from delta.EncodeWrites) giving
+	// Size bytes. Such a put costs what the delta costs, stores the
+	// revision without a content hash (see the package doc) and may return
+	// ErrNeedFulltext: then put the fulltext.
+	DeltaOnly bool
+	Size      uint64
 }
 
 // Put stores a new revision of req.File and returns its entry. The revision
 // is durable when Put returns.
 func (s *Store) Put(ctx context.Context, req PutRequest) (index.Entry, error) {
+	if req.DeltaOnly {
+		return s.putDelta(ctx, req)
+	}
 	if err := ctx.Err(); err != nil {
 		return index.Entry{}, err
 	}
@@ -37,6 +48,7 @@ func (s *Store) Put(ctx context.Context, req PutRequest) (index.Entry, error) {
 		data = []byte{}
 	}
 	hash := s.cfg.hash(data)
+	s.hashedBytes.Add(int64(len(data)))
 	s.wmu.Lock()
 	e, meta, err := s.prepare(ctx, &req, data, hash)
 	if err != nil {

@@ -25,6 +25,7 @@ type Stats struct {
 	Commits      int64            `json:"commits"`      // group commits (fsyncs) since Open
 	RecordsRead  int64            `json:"records_read"` // since Open, by reads, puts and Verify
 	BytesRead    int64            `json:"bytes_read"`   // stored bytes of those records
+	HashedBytes  int64            `json:"hashed_bytes"` // since Open, fulltext bytes hashed by puts and reads
 }
 
 // ChainBucket counts revisions with chain length in [Min, Max].
@@ -75,6 +76,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	st.CacheBytes, st.CacheEntries = s.cache.size()
 	st.Puts, st.Commits = s.puts.Load(), s.commits.Load()
 	st.RecordsRead, st.BytesRead = s.readRecords.Load(), s.readBytes.Load()
+	st.HashedBytes = s.hashedBytes.Load()
 	return st, nil
 }
 

@@ -43,6 +43,7 @@ type Store struct {
 	puts    atomic.Int64 // puts since Open
 
 	readRecords, readBytes atomic.Int64 // segment records read since Open
+	hashedBytes            atomic.Int64 // fulltext bytes hashed by puts and reads since Open
 
 	pmu         sync.RWMutex // pending (appended, not yet committed) entries
 	pending     map[index.RevID]index.Entry
