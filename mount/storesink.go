@@ -1,7 +1,6 @@
 package mount
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync/atomic"
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/fs"
@@ -41,6 +41,9 @@ type storeSink struct {
 	// next report's ranges describe the change from it exactly.
 	known map[index.FileID]int64
 	f     *os.File // idsFile, for appending
+	// liveRead counts the bytes read from live files to record them:
+	// what recording costs (tests and benchmarks read it).
+	liveRead atomic.Int64
 }
 
 // openStoreSink loads the id map of the store in dir.
@@ -84,7 +87,9 @@ func (s *storeSink) Record(ctx context.Context, ev Event) error {
 	return nil
 }
 
-// change stores the live content of c as the next revision of its file.
+// change stores the live content of c as the next revision of its file:
+// from the written ranges alone when they describe the change from the
+// previous revision, else from the whole live file.
 func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileID) error {
 	if c.Content == nil {
 		return fmt.Errorf("%s: live file not reopened; change not recorded", c.Path)
@@ -92,16 +97,19 @@ func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileI
 	if c.Size > maxRecordBytes {
 		return fmt.Errorf("%s: %d bytes, more than the %d a revision may have; change not recorded", c.Path, c.Size, int64(maxRecordBytes))
 	}
-	data, err := readContent(c.Content, c.Size)
-	if err != nil {
-		return fmt.Errorf("%s: read live file: %w", c.Path, err)
-	}
 	fid, err := s.fileFor(c, continues)
 	if err != nil {
 		return err
 	}
+	if ok, err := s.fromWrites(ctx, fid, c); ok || err != nil {
+		return err
+	}
+	data, err := readContent(c.Content, c.Size)
+	if err != nil {
+		return fmt.Errorf("%s: read live file: %w", c.Path, err)
+	}
+	s.liveRead.Add(int64(len(data)))
 	req := objstore.PutRequest{File: fid, Data: data, P1: s.prev(fid)}
-	s.carryWrites(&req, c)
 	for _, src := range c.Sources {
 		if sf, ok := s.ids[src.ID]; ok && sf != fid {
 			req.Hints = append(req.Hints, s.prev(sf))
@@ -119,25 +127,48 @@ func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileI
 	return nil
 }
 
-// carryWrites gives req the delta from its first parent built from the
-// written ranges alone (reading only those bytes), when the parent is
-// exactly the content the ranges start from. The store verifies it and
-// keeps it if no delta of its own is smaller.
-func (s *storeSink) carryWrites(req *objstore.PutRequest, c *fs.Change) {
-	baseLen, ok := s.known[req.File]
-	if !ok || c.New || c.Whole || req.P1.IsNull() || c.Kept > baseLen {
-		return
+// fromWrites records c from its written ranges alone (a delta-only put:
+// reading, hashing and storing only the bytes written), when the previous
+// revision is exactly the content the ranges start from. It reports
+// whether it recorded c; false with a nil error means "record the whole
+// file": the store wants a fulltext (ErrNeedFulltext: its chain cap, at most
+// once per MaxChainLen revisions), or the live file changed under the
+// report (a later report describes that change).
+func (s *storeSink) fromWrites(ctx context.Context, fid index.FileID, c *fs.Change) (bool, error) {
+	baseLen, ok := s.known[fid]
+	p1 := s.prev(fid)
+	if !ok || c.New || c.Whole || len(c.Sources) > 0 || p1.IsNull() || c.Kept > baseLen {
+		return false, nil
 	}
 	spans := make([]delta.Span, len(c.Dirty))
 	for i, r := range c.Dirty {
 		spans[i] = delta.Span{Off: r.Off, Len: r.Len}
 	}
-	d, err := delta.EncodeWrites(baseLen, c.Kept, int64(len(req.Data)), spans, bytes.NewReader(req.Data))
+	d, err := delta.EncodeWrites(baseLen, c.Kept, c.Size, spans, countingReader{c.Content, &s.liveRead})
 	if err != nil {
-		s.log.Debug("no delta from the written ranges", "file", req.File, "err", err)
-		return
+		s.log.Debug("no delta from the written ranges", "file", fid, "err", err)
+		return false, nil
 	}
-	req.Delta, req.DeltaBase = d, req.P1
+	e, err := s.st.Put(ctx, objstore.PutRequest{File: fid, P1: p1, Delta: d, DeltaBase: p1, DeltaOnly: true, Size: uint64(c.Size)})
+	if err != nil {
+		s.log.Debug("written ranges not stored alone; recording the whole file", "file", fid, "err", err)
+		return false, nil
+	}
+	s.last[fid] = e.ID()
+	s.known[fid] = c.Size
+	return true, nil
+}
+
+// countingReader counts the bytes read from the live file.
+type countingReader struct {
+	r io.ReaderAt
+	n *atomic.Int64
+}
+
+func (c countingReader) ReadAt(b []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(b, off)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // fileFor returns the store identity of c's file, making one if needed.
