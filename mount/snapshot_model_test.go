@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -56,7 +57,7 @@ func randomMountOp(rng *rand.Rand, m string) {
 	pick := func(s []string) string { return s[rng.IntN(len(s))] }
 	d := pick(dirs)
 	name := fmt.Sprintf("n%d", rng.IntN(40))
-	switch rng.IntN(13) {
+	switch rng.IntN(19) {
 	case 0, 1:
 		os.WriteFile(filepath.Join(d, name), fmt.Appendf(nil, "%d\n", rng.Int()), 0o644)
 	case 2:
@@ -103,6 +104,29 @@ func randomMountOp(rng *rand.Rand, m string) {
 		if len(files) > 0 {
 			os.Rename(pick(files), filepath.Join(d, name))
 		}
+	case 13:
+		if len(files) > 1 {
+			os.Rename(pick(files), pick(files)) // over an existing file
+		}
+	case 14:
+		if len(dirs) > 2 {
+			unix.Renameat2(unix.AT_FDCWD, pick(dirs[1:]), unix.AT_FDCWD, pick(dirs[1:]), unix.RENAME_EXCHANGE)
+		}
+	case 15:
+		if len(files) > 0 {
+			ts := time.Unix(1_700_000_000+int64(rng.IntN(1000)), 0)
+			os.Chtimes(pick(files), ts, ts)
+		}
+	case 16:
+		if len(files) > 0 {
+			os.Lchown(pick(files), rng.IntN(3)*1000, rng.IntN(3)*1000)
+		}
+	case 17:
+		if len(files) > 0 {
+			unix.Removexattr(pick(files), "user.k")
+		}
+	case 18: // own names: writing to a FIFO by a file's name would block
+		syscall.Mkfifo(filepath.Join(d, "p"+name), 0o640)
 	}
 }
 
@@ -142,7 +166,7 @@ func captureTree(t *testing.T, root string, live bool) map[string]string {
 		rel, _ := filepath.Rel(root, p)
 		var st syscall.Stat_t
 		mustDo(t, syscall.Lstat(p, &st))
-		s := fmt.Sprintf("mode=%o uid=%d size=%d nlink=%d mtime=%d ctime=%d", st.Mode, st.Uid, st.Size, st.Nlink, st.Mtim.Nano(), st.Ctim.Nano())
+		s := fmt.Sprintf("mode=%o uid=%d gid=%d size=%d nlink=%d mtime=%d ctime=%d", st.Mode, st.Uid, st.Gid, st.Size, st.Nlink, st.Mtim.Nano(), st.Ctim.Nano())
 		switch st.Mode & syscall.S_IFMT {
 		case syscall.S_IFREG:
 			if f, ok := first[st.Ino]; ok {
