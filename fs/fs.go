@@ -50,6 +50,7 @@ type FS struct {
 	snaps       Snapshots
 	tree        *TreeBuilder
 	writers     writing
+	open        openWriters // writable handles not released yet
 
 	// serverReads counts reads served by this process for handles
 	// meant for passthrough: zero when passthrough works.

@@ -124,6 +124,9 @@ func (n *Node) openHandle(fd int, flags uint32, created bool, truncFrom int64) g
 		n.joinSession(fd, created, pt, truncFrom)
 	}
 	lf := gofs.NewLoopbackFileFromOS(osFile(fd, n.Path(nil)))
+	if writable {
+		n.fsys.open.added(fd, n, pt)
+	}
 	if pt {
 		n.passed++
 		return &passthroughHandle{LoopbackFile: lf, n: n, fd: fd, writable: writable}
@@ -153,6 +156,9 @@ func (n *Node) joinSession(fd int, created, pt bool, truncFrom int64) {
 func (n *Node) released(fd int, passthrough, writable bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if writable {
+		n.fsys.open.removed(fd)
+	}
 	if passthrough {
 		n.passed--
 		n.passedReleased = time.Now()

@@ -200,6 +200,10 @@ func (m *running) serve(ctx context.Context, timeout time.Duration) error {
 	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	err := m.unmount(sctx, unmounted)
+	if err == nil {
+		// The server has stopped: releases the unmount cut off never come.
+		m.fsys.ReleaseOrphans()
+	}
 	return errors.Join(err, m.close(sctx))
 }
 
