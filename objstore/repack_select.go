@@ -235,6 +235,11 @@ func preferExisting(d Decision, cands []prepared) Decision {
 // build makes the new entry and its record from the decision.
 func (rp *repacker) build(e index.Entry, text []byte, cands []prepared, d Decision, full fullRec) (index.Entry, []byte, outcome, error) {
 	ne := e
+	if text != nil || e.Size == 0 {
+		// A revision put from a delta alone has no content hash yet; the
+		// text is at hand here, so it gets one.
+		ne = rp.live.WithContentHash(e, text)
+	}
 	if d.Choice < 0 {
 		ne.Kind, ne.Base, ne.ChainLen, ne.ChainBytes = index.KindFull, index.NullRev, 0, 0
 		if full.raw != nil {
