@@ -41,15 +41,19 @@ func printStats(w io.Writer, st mount.Stats, asJSON bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)
 	}
-	ratio := 0.0
-	if st.StoredBytes > 0 {
-		ratio = float64(st.LogicalBytes) / float64(st.StoredBytes)
+	ratio := "nothing stored"
+	switch {
+	case st.StoredBytes > 0 && st.LogicalBytes >= st.StoredBytes:
+		ratio = fmt.Sprintf("%.1fx smaller than the logical bytes", float64(st.LogicalBytes)/float64(st.StoredBytes))
+	case st.StoredBytes > 0:
+		// Tiny files cost more in record headers than they hold.
+		ratio = fmt.Sprintf("%.1fx larger than the logical bytes", float64(st.StoredBytes)/float64(max(st.LogicalBytes, 1)))
 	}
 	_, err := fmt.Fprintf(w, `files         %d
 revisions     %d
 snapshots     %d
 logical bytes %d
-stored bytes  %d (%.1fx smaller)
+stored bytes  %d (%s)
 segment bytes %d
 delta chains  max %d, mean %.1f
 `, st.Files, st.Revisions, st.Snapshots, st.LogicalBytes, st.StoredBytes, ratio, st.SegmentBytes, st.MaxChain, st.MeanChain)
