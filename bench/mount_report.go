@@ -58,10 +58,10 @@ func (r mResult) table() Table {
 	}
 	if r.w.id == "M3" {
 		var n, l, d time.Duration
-		for _, name := range r.w.phases {
+		for _, name := range r.w.phases[:5] { // without the unmount
 			n, l, d = n+r.by[kindNative][name].wall, l+r.by[kindLoopback][name].wall, d+r.by[kindDeltafs][name].wall
 		}
-		t.Add("total", secs(n), secs(l), secs(d), fmt.Sprintf("%.2f", speedup(l, d)), fmt.Sprintf("%.2f", speedup(n, l)), "", "")
+		t.Add("total (without unmount)", secs(n), secs(l), secs(d), fmt.Sprintf("%.2f", speedup(l, d)), fmt.Sprintf("%.2f", speedup(n, l)), "", "")
 	}
 	if f := r.facts[kindDeltafs]; r.w.id == "M5" && f != nil {
 		t.Doc = fmt.Sprintf("deltafs store growth past the first revision: %s over %d revisions of the file; "+
@@ -104,9 +104,10 @@ func (e *Env) mountExtras(bin string) (time.Duration, *m4Result, []string, error
 		} else {
 			r, err := e.runM4(bin)
 			if err != nil {
-				return 0, nil, nil, err
+				notes = append(notes, "M4 (snapshots) failed: "+err.Error())
+			} else {
+				m4 = &r
 			}
-			m4 = &r
 		}
 	}
 	return git, m4, notes, nil
@@ -158,7 +159,7 @@ func mountTargets(results []mResult, git time.Duration, m4 *m4Result) Table {
 				t.Add("M2 "+p+" vs loopback", fmt.Sprintf("%.2f", vs(r, p)), fmt.Sprintf(">= %.2f", goal), yes(vs(r, p) >= goal))
 			}
 		case "M3":
-			for _, p := range r.w.phases {
+			for _, p := range r.w.phases[:5] {
 				t.Add("M3 "+p+" vs loopback", fmt.Sprintf("%.2f", vs(r, p)), ">= 1.00", yes(vs(r, p) >= 1))
 			}
 		case "M5":

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/deltafs/deltafs/bench/workload"
@@ -66,6 +67,11 @@ func runMountSuite(env *Env) (Report, error) {
 		}
 		results = append(results, r)
 		rep.Tables = append(rep.Tables, r.table())
+		// Log each table as soon as it is measured: a later failure must
+		// not lose it.
+		var b strings.Builder
+		r.table().Markdown(&b)
+		env.Logf("%s done:\n%s", w.id, b.String())
 	}
 	git, m4, notes, err := env.mountExtras(bin)
 	if err != nil {
@@ -104,8 +110,14 @@ func (e *Env) oneRun(w mWorkload, kind fsKind, bin string) (map[string]phase, ma
 		return nil, nil, err
 	}
 	ph, err := w.run(e, t)
+	t0 := time.Now()
 	if terr := t.teardown(); err == nil {
 		err = terr
+	}
+	if ph != nil {
+		// For deltafs, unmounting waits until every pending revision is
+		// recorded: the backlog the workload left behind.
+		ph["unmount"] = phase{wall: time.Since(t0)}
 	}
 	var facts map[string]int64
 	if err == nil && w.facts != nil {
@@ -179,12 +191,12 @@ func mountWorkloads(env *Env) []mWorkload {
 			phases: []string{"randread 256M", "randwrite 256M", "randwrite 1G fsync/100"}, run: runM2},
 		{id: "M3", doc: fmt.Sprintf("a generated source tree of %d files in %d directories: untar, find, du, "+
 			"git add -A && git commit, rm -rf (page cache warm)", m3Tree.Dirs*m3Tree.Files, m3Tree.Dirs+26),
-			phases: []string{"untar", "find", "du -s", "git add+commit", "rm -rf"}, run: runM3},
+			phases: []string{"untar", "find", "du -s", "git add+commit", "rm -rf", "unmount"}, run: runM3},
 		{id: "M5", doc: "atomic save (write temp file, close, rename over) of a 10 MiB text, 200 times, 3 small edits each",
-			phases: []string{"200 saves"}, run: runM5, facts: factsM5},
+			phases: []string{"200 saves", "unmount"}, run: runM5, facts: factsM5},
 		{id: "M6", doc: s1.Doc + " written through the file system: each revision opened with O_TRUNC, written, closed; " +
 			"one fsync at the end (first row), or an fsync after every revision (second)",
-			phases: []string{"fsync at end", "fsync every revision"}, run: runM6, facts: factsM6},
+			phases: []string{"fsync at end", "fsync every revision", "unmount"}, run: runM6, facts: factsM6},
 	}
 }
 

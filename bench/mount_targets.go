@@ -39,6 +39,8 @@ type target struct {
 	cmd   *exec.Cmd
 	done  chan error
 	cpu0  time.Duration
+	// stderr collects what the server prints, for its errors.
+	stderr strings.Builder
 }
 
 // readyTimeout bounds how long a mount may take to come up.
@@ -66,7 +68,9 @@ func (e *Env) setup(kind fsKind, deltafsBin string) (*target, error) {
 		t.cmd = exec.Command(e.self, childCmd, "mount", loopbackOp, back, t.dir)
 	case kindDeltafs:
 		t.store = filepath.Join(base, "store")
-		t.cmd = exec.Command(deltafsBin, "mount", t.store, t.dir)
+		// A generous shutdown deadline: unmount waits for the recording
+		// backlog, which the suite measures (phase "unmount").
+		t.cmd = exec.Command(deltafsBin, "mount", "--shutdown-timeout", "20m", t.store, t.dir)
 	}
 	if err := t.start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", kind, err)
@@ -80,8 +84,7 @@ func (t *target) start() error {
 	if err != nil {
 		return err
 	}
-	var stderr strings.Builder
-	t.cmd.Stderr = &stderr
+	t.cmd.Stderr = &t.stderr
 	if err := t.cmd.Start(); err != nil {
 		return err
 	}
@@ -105,7 +108,7 @@ func (t *target) start() error {
 	select {
 	case ok := <-ready:
 		if !ok {
-			return fmt.Errorf("server exited before it was ready: %s", firstLine(stderr.String()))
+			return fmt.Errorf("server exited before it was ready: %s", firstLine(t.stderr.String()))
 		}
 	case <-time.After(readyTimeout):
 		t.cmd.Process.Kill()
@@ -144,7 +147,7 @@ func (t *target) teardown() error {
 	select {
 	case err := <-t.done:
 		if err != nil {
-			return fmt.Errorf("%s server: %w", t.kind, err)
+			return fmt.Errorf("%s server: %w: %s", t.kind, err, lastLine(t.stderr.String()))
 		}
 		return nil
 	case <-time.After(3 * time.Minute):
