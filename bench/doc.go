@@ -21,5 +21,11 @@
 // CPU time does not suffer from other load on the machine as wall time does.
 // Every figure is the median of -n runs.
 //
+// Suites: delta (D1-D4, codecs beside xdelta3 and zstd), store (S1-S3,
+// objstore beside git fast-import/gc/repack and Mercurial, fed the same
+// revisions by a generating child) and mount (M1-M6: a native directory,
+// a go-fuse loopback served by this binary, and `deltafs mount` built from
+// the checkout, each repeat on a fresh directory, store and mount).
+//
 // The report goes to stdout and to bench/out/SUITE.md (the -out flag).
 package main
