@@ -65,6 +65,7 @@ type heldChange struct {
 	c         fs.Change
 	continues fs.FileID
 	timer     *time.Timer
+	newDue    time.Time // when a held new file's grace ends; later closes do not extend it
 }
 
 type waiter struct {
@@ -102,21 +103,30 @@ func (r *Recorder) Changed(c fs.Change) {
 	r.reports++
 	k := key(&c)
 	var cont fs.FileID
+	now := time.Now()
+	newDue := now.Add(newFileGrace)
 	if h := r.held[k]; h != nil {
 		h.timer.Stop()
 		delete(r.held, k)
 		c, cont = merge(h.c, c), h.continues
+		if !h.newDue.IsZero() {
+			newDue = h.newDue
+		}
 	}
-	now := time.Now()
 	wait := time.Duration(0)
 	if c.Fsync {
 		wait = r.last[k].Add(r.interval).Sub(now)
 	}
 	if c.New {
-		wait = max(wait, newFileGrace)
+		// The grace runs from the first close: a file rewritten again and
+		// again is recorded newFileGrace after it first closed, not only
+		// once it goes quiet.
+		wait = max(wait, newDue.Sub(now))
+	} else {
+		newDue = time.Time{}
 	}
 	if wait > 0 {
-		r.held[k] = &heldChange{c: c, continues: cont, timer: time.AfterFunc(wait, func() { r.release(k) })}
+		r.held[k] = &heldChange{c: c, continues: cont, newDue: newDue, timer: time.AfterFunc(wait, func() { r.release(k) })}
 		return
 	}
 	r.last[k] = now

@@ -150,3 +150,21 @@ func TestRecorderWaitFile(t *testing.T) {
 		t.Fatal("Wait with a cancelled context neither failed nor found the change recorded")
 	}
 }
+
+// TestRecorderNewFileGraceDoesNotRestart: a new file closed again and again
+// is recorded once its first close's grace has passed, not only when the
+// closes stop.
+func TestRecorderNewFileGraceDoesNotRestart(t *testing.T) {
+	sink := &memSink{}
+	r := NewRecorder(sink, time.Second, quiet())
+	defer r.Close(context.Background())
+	id := fs.NewFileID()
+	stop := time.Now().Add(3 * newFileGrace)
+	for size := int64(1); time.Now().Before(stop); size++ {
+		r.Changed(fs.Change{ID: id, Size: size, New: true})
+		time.Sleep(newFileGrace / 10)
+	}
+	if n := len(sink.changes()); n == 0 {
+		t.Fatalf("a new file closed every %v for %v was never recorded", newFileGrace/10, 3*newFileGrace)
+	}
+}
