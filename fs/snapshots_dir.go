@@ -17,6 +17,7 @@ import (
 // created in it.
 type SnapshotsDir struct {
 	gofs.Inode
+	noNewEntries
 	v *view
 }
 
@@ -147,22 +148,6 @@ func (d *SnapshotsDir) Rename(ctx context.Context, name string, newParent gofs.I
 
 // unixRenameExchange is RENAME_EXCHANGE.
 const unixRenameExchange = 2
-
-func (d *SnapshotsDir) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	return nil, nil, 0, syscall.EROFS
-}
-
-func (d *SnapshotsDir) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
-}
-
-func (d *SnapshotsDir) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
-}
-
-func (d *SnapshotsDir) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
-}
 
 func (d *SnapshotsDir) Unlink(ctx context.Context, name string) syscall.Errno {
 	return syscall.EISDIR
