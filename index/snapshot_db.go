@@ -254,3 +254,22 @@ func (db *DB) RenameSnapshot(from, to string) error {
 	}
 	return nil
 }
+
+// EachSnapshotRefs calls fn with the reference set of every snapshot, in
+// creation order, in one scan of the s/r/ rows; fn must not keep r.
+func (db *DB) EachSnapshotRefs(ctx context.Context, fn func(id SnapshotID, r *Refs) error) error {
+	err := db.scan(ctx, prefixSnapRefs, true, func(k, v []byte) error {
+		if len(k) != len(prefixSnapRefs)+8 {
+			return fmt.Errorf("%w: reference set key %x", ErrDecode, k)
+		}
+		r, err := decodeRefs(v)
+		if err != nil {
+			return fmt.Errorf("key %x: %w", k, err)
+		}
+		return fn(SnapshotID(beUint64(k[len(prefixSnapRefs):])), r)
+	})
+	if err != nil {
+		return fmt.Errorf("index: reference sets: %w", err)
+	}
+	return nil
+}

@@ -210,6 +210,17 @@ func (r *Recorder) Wait(ctx context.Context, id fs.FileID) error {
 	return r.waitFor(ctx, target)
 }
 
+// Flush releases the held change of file id, if any, and returns when
+// every change of it queued so far is recorded: history views call it so
+// that they show every change closed before them.
+func (r *Recorder) Flush(ctx context.Context, id fs.FileID) error {
+	r.mu.Lock()
+	r.releaseLocked(id)
+	target := r.seq[id]
+	r.mu.Unlock()
+	return r.waitFor(ctx, target)
+}
+
 // Sync releases every held change and returns when the sink has finished
 // everything queued so far, or ctx ends.
 func (r *Recorder) Sync(ctx context.Context) error {

@@ -168,3 +168,28 @@ func TestRecorderNewFileGraceDoesNotRestart(t *testing.T) {
 		t.Fatalf("a new file closed every %v for %v was never recorded", newFileGrace/10, 3*newFileGrace)
 	}
 }
+
+// TestRecorderFlushReleasesOneFile: Flush records the held change of the
+// file asked about, and waits for it, leaving other held files alone.
+func TestRecorderFlushReleasesOneFile(t *testing.T) {
+	sink := &memSink{delay: 20 * time.Millisecond}
+	r := NewRecorder(sink, time.Hour, quiet())
+	defer r.Close(context.Background())
+	a, b := fs.NewFileID(), fs.NewFileID()
+	r.Changed(fs.Change{Path: "a", ID: a, New: true, Size: 1})   // held: new-file grace
+	r.Changed(fs.Change{Path: "b", ID: b, Size: 1})              // queued
+	r.Changed(fs.Change{Path: "b", ID: b, Size: 2, Fsync: true}) // held: fsync interval
+	if err := r.Flush(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	got := sink.changes()
+	if len(got) != 2 || got[0].Path != "a" && got[1].Path != "a" {
+		t.Fatalf("after Flush(a): %+v, want a's change and b's first", got)
+	}
+	if err := r.Flush(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if got := sink.changes(); len(got) != 3 || got[2].Size != 2 {
+		t.Fatalf("after Flush(b): %+v, want b's held fsync recorded", got)
+	}
+}

@@ -58,11 +58,7 @@ func openStoreSink(st *objstore.Store, path string, log *slog.Logger) (*storeSin
 		f.Close()
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	for ; len(b) >= idRecordLen; b = b[idRecordLen:] {
-		var id fs.FileID
-		copy(id[:], b)
-		s.ids[id] = index.FileID(binary.BigEndian.Uint64(b[16:]))
-	}
+	parseIDs(b, s.ids)
 	return s, nil
 }
 

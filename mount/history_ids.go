@@ -1,0 +1,164 @@
+package mount
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/index"
+	"golang.org/x/sys/unix"
+)
+
+// From a path to a store file. A live file's history is two steps away:
+// its live FileID (the xattr fs.XattrID of STORE/live/PATH, which travels
+// with the inode through renames and atomic saves) and the store's map
+// from live ids to store FileIDs (live.ids, see storesink.go). Both are
+// the mount's facts (objstore knows nothing of paths, fs nothing of the
+// store), so the mapping lives here:
+//
+//   - in a mount, storeFile asks the running mount's sink, after the
+//     recorder has recorded every change of that file closed before the
+//     call (Recorder.Flush);
+//   - offline, storeFileOffline reads live.ids (no recorder runs).
+//
+// Paths are relative to the tree root, slash-separated (the mount point
+// in a mount, STORE/live offline); cleanRel refuses one that leaves it.
+
+// ErrNoHistory matches a live file with no revision in the store: never
+// recorded (it kept no FileID, or its changes were never written through
+// a mount) or the path names no regular file. It wraps index.ErrNotFound.
+var ErrNoHistory = fmt.Errorf("no recorded history (%w)", index.ErrNotFound)
+
+// ErrIsDir matches a history request for a directory.
+var ErrIsDir = errors.New("is a directory")
+
+// cleanRel returns rel cleaned and relative to the tree root, or an error
+// if it leaves the tree or names the root.
+func cleanRel(rel string) (string, error) {
+	c := path.Clean("/" + filepath.ToSlash(rel))[1:]
+	if c == "" {
+		return "", fmt.Errorf("%q: %w", rel, ErrIsDir)
+	}
+	if c == ".snapshots" || strings.HasPrefix(c, ".snapshots/") {
+		return "", fmt.Errorf("%s: inside .snapshots, not a live file: %w", rel, ErrNoHistory)
+	}
+	return c, nil
+}
+
+// liveFile is a path of the live tree with its live identity.
+type liveFile struct {
+	Rel  string    // cleaned, relative to the tree root
+	Path string    // the file in STORE/live
+	ID   fs.FileID // zero if the file has none
+}
+
+// openLiveFile resolves rel under the live directory live: a regular
+// file (not followed if a symlink) and its FileID.
+func openLiveFile(live, rel string) (liveFile, error) {
+	c, err := cleanRel(rel)
+	if err != nil {
+		return liveFile{}, err
+	}
+	lf := liveFile{Rel: c, Path: filepath.Join(live, filepath.FromSlash(c))}
+	fi, err := os.Lstat(lf.Path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return lf, fmt.Errorf("%s: no such file (%w)", c, index.ErrNotFound)
+	case err != nil:
+		return lf, err
+	case fi.IsDir():
+		return lf, fmt.Errorf("%s: %w", c, ErrIsDir)
+	case !fi.Mode().IsRegular():
+		return lf, fmt.Errorf("%s: not a regular file: %w", c, ErrNoHistory)
+	}
+	lf.ID, err = readFileID(lf.Path)
+	return lf, err
+}
+
+// readFileID returns the FileID of the live file at p, or the zero one
+// if it has none.
+func readFileID(p string) (fs.FileID, error) {
+	var id fs.FileID
+	n, err := unix.Lgetxattr(p, fs.XattrID, id[:])
+	switch {
+	case errors.Is(err, unix.ENODATA) || errors.Is(err, unix.ENOTSUP):
+		return fs.FileID{}, nil
+	case err != nil:
+		return fs.FileID{}, fmt.Errorf("%s: read file id: %w", p, err)
+	case n != len(id):
+		return fs.FileID{}, nil
+	}
+	return id, nil
+}
+
+// parseIDs adds the records of a live.ids file to ids (later records win).
+func parseIDs(b []byte, ids map[fs.FileID]index.FileID) {
+	for ; len(b) >= idRecordLen; b = b[idRecordLen:] {
+		var id fs.FileID
+		copy(id[:], b)
+		ids[id] = index.FileID(binary.BigEndian.Uint64(b[16:]))
+	}
+}
+
+// readIDs reads the live.ids map of the store in dir; a store that never
+// recorded anything has none.
+func readIDs(dir string) (map[fs.FileID]index.FileID, error) {
+	ids := map[fs.FileID]index.FileID{}
+	b, err := os.ReadFile(filepath.Join(dir, idsFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	parseIDs(b, ids)
+	return ids, nil
+}
+
+// storeID returns the store file of live file id, if it has one.
+func (l *lockedSink) storeID(id fs.FileID) (index.FileID, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fid, ok := l.sink.ids[id]
+	return fid, ok && !id.IsZero()
+}
+
+// storeFileOf maps a live FileID to its store file in a mount: it first
+// waits until rec has recorded every change of that file closed before
+// the call, then asks the sink. A file with no store identity gives
+// ErrNoHistory.
+func storeFileOf(ctx context.Context, rec *Recorder, ls *lockedSink, id fs.FileID) (index.FileID, error) {
+	if id.IsZero() || ls == nil {
+		return 0, ErrNoHistory
+	}
+	if rec != nil {
+		if err := rec.Flush(ctx, id); err != nil {
+			return 0, fmt.Errorf("record pending changes: %w", err)
+		}
+	}
+	fid, ok := ls.storeID(id)
+	if !ok {
+		return 0, ErrNoHistory
+	}
+	return fid, nil
+}
+
+// storeFileOffline maps rel to its store file in the unmounted store dir.
+func storeFileOffline(dir, rel string) (liveFile, index.FileID, error) {
+	lf, err := openLiveFile(filepath.Join(dir, liveDir), rel)
+	if err != nil {
+		return lf, 0, err
+	}
+	ids, err := readIDs(dir)
+	if err != nil {
+		return lf, 0, err
+	}
+	fid, ok := ids[lf.ID]
+	if !ok || lf.ID.IsZero() {
+		return lf, 0, fmt.Errorf("%s: %w", lf.Rel, ErrNoHistory)
+	}
+	return lf, fid, nil
+}
