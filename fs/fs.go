@@ -35,6 +35,9 @@ type Config struct {
 	// Tree, if set, is told which directories change (see
 	// snapshots_hooks.go).
 	Tree *TreeBuilder
+	// History serves the revisions listed in .history; nil shows every
+	// file with no revision.
+	History History
 }
 
 // FS is a live tree: a go-fuse node tree over Config.LiveDir.
@@ -48,6 +51,7 @@ type FS struct {
 	rootFd      int // O_PATH descriptor of the live directory
 	rootIno     uint64
 	snaps       Snapshots
+	hist        History
 	tree        *TreeBuilder
 	writers     writing
 	open        openWriters // writable handles not released yet
@@ -66,7 +70,7 @@ func New(cfg Config) (*FS, error) {
 	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return nil, fmt.Errorf("live directory %s: %w", cfg.LiveDir, syscall.ENOTDIR)
 	}
-	f := &FS{live: cfg.LiveDir, rec: cfg.Recorder, log: cfg.Logger, rootIno: st.Ino, snaps: cfg.Snapshots, tree: cfg.Tree}
+	f := &FS{live: cfg.LiveDir, rec: cfg.Recorder, log: cfg.Logger, rootIno: st.Ino, snaps: cfg.Snapshots, hist: cfg.History, tree: cfg.Tree}
 	f.writers.nodes = map[*Node]struct{}{}
 	if f.rec == nil {
 		f.rec = NopRecorder{}

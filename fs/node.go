@@ -83,7 +83,7 @@ func (n *Node) childPath(name string) string {
 // reserved reports whether name in directory n is a name users may not
 // create or remove.
 func (n *Node) reserved(name string) bool {
-	return n.isRoot() && name == SnapshotsName
+	return n.isRoot() && (name == SnapshotsName || name == HistoryName)
 }
 
 // readID returns the FileID stored on the live file at path, or the

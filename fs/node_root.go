@@ -13,7 +13,7 @@ import (
 // numbers of the live filesystem and below go-fuse's automatic ones.
 const snapshotsIno = 1<<62 + 1
 
-// OnAdd gives the root its reserved .snapshots child.
+// OnAdd gives the root its reserved .snapshots and .history children.
 func (n *Node) OnAdd(ctx context.Context) {
 	if !n.isRoot() {
 		return
@@ -24,21 +24,29 @@ func (n *Node) OnAdd(ctx context.Context) {
 	}
 	snap := n.NewPersistentInode(ctx, dir, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: snapshotsIno})
 	n.AddChild(SnapshotsName, snap, false)
+	h := newHistoryDir(n.fsys)
+	hist := n.NewPersistentInode(ctx, h, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: historyIno})
+	h.v.root = hist
+	n.AddChild(HistoryName, hist, false)
 }
 
-// Lookup finds a child; at the root, .snapshots is ours whatever the live
-// directory holds.
+// Lookup finds a child; at the root, .snapshots and .history are ours
+// whatever the live directory holds.
 func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if n.reserved(name) {
-		snap := n.GetChild(SnapshotsName)
-		snap.Operations().(interface{ fill(*fuse.Attr) }).fill(&out.Attr)
-		return snap, 0
+		ch := n.GetChild(name)
+		var a fuse.AttrOut
+		if errno := ch.Operations().(gofs.NodeGetattrer).Getattr(ctx, nil, &a); errno != 0 {
+			return nil, errno
+		}
+		out.Attr = a.Attr
+		return ch, 0
 	}
 	return n.LoopbackNode.Lookup(ctx, name, out)
 }
 
 // OpendirHandle lists a directory; the root's listing hides any live
-// .snapshots and shows the reserved one.
+// .snapshots and .history and shows the reserved ones.
 func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if !n.isRoot() {
 		return n.LoopbackNode.OpendirHandle(ctx, flags)
@@ -54,11 +62,12 @@ func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle
 		if errno != 0 {
 			return nil, 0, errno
 		}
-		if e.Name != SnapshotsName {
+		if e.Name != SnapshotsName && e.Name != HistoryName {
 			ents = append(ents, e)
 		}
 	}
-	ents = append(ents, fuse.DirEntry{Name: SnapshotsName, Mode: syscall.S_IFDIR, Ino: snapshotsIno})
+	ents = append(ents, fuse.DirEntry{Name: SnapshotsName, Mode: syscall.S_IFDIR, Ino: snapshotsIno},
+		fuse.DirEntry{Name: HistoryName, Mode: syscall.S_IFDIR, Ino: historyIno})
 	return &listDir{ents: ents}, 0, 0
 }
 

@@ -230,7 +230,7 @@ func (w *walk) dir(rel string, ino, parent uint64, born int64) (index.TreeHash, 
 	}
 	t := &index.Tree{Entries: make([]index.TreeEntry, 0, len(names))}
 	for _, name := range names {
-		if rel == "" && name == SnapshotsName {
+		if rel == "" && (name == SnapshotsName || name == HistoryName) {
 			continue // never inside a snapshot
 		}
 		e, ok, err := w.entry(rel, name, ino)

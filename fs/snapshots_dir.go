@@ -83,18 +83,19 @@ func (d *SnapshotsDir) OpendirHandle(ctx context.Context, flags uint32) (gofs.Fi
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	return &snapListHandle{listDir: listDir{ents: ents}}, 0, 0
+	return &plainListHandle{listDir: listDir{ents: ents}}, 0, 0
 }
 
-// snapListHandle is the directory handle of .snapshots.
-type snapListHandle struct {
+// plainListHandle is a directory handle over a fixed listing that
+// READDIRPLUS sends as plain entries (.snapshots and .history).
+type plainListHandle struct {
 	listDir
 }
 
-var _ = (gofs.FileLookuper)((*snapListHandle)(nil))
+var _ = (gofs.FileLookuper)((*plainListHandle)(nil))
 
 // Lookup declines, so that READDIRPLUS sends a plain entry.
-func (h *snapListHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+func (h *plainListHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	return nil, syscall.ENOENT
 }
 

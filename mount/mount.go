@@ -146,7 +146,11 @@ func open(store, mnt string, cfg Config) (*running, error) {
 		cfg.testRecorder(m.rec)
 	}
 	m.snaps = newSnapshotParts(st, live, ls, cfg)
-	m.fsys, err = fs.New(m.snaps.fsConfig(fs.Config{LiveDir: live, Recorder: m.rec, Logger: cfg.Logger, Passthrough: os.Geteuid() == 0}))
+	hist, err := m.historyView(store)
+	if err != nil {
+		return nil, errors.Join(err, m.close(context.Background()))
+	}
+	m.fsys, err = fs.New(m.snaps.fsConfig(fs.Config{LiveDir: live, Recorder: m.rec, Logger: cfg.Logger, Passthrough: os.Geteuid() == 0, History: hist}))
 	if err != nil {
 		return nil, errors.Join(err, m.close(context.Background()))
 	}

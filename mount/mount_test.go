@@ -59,10 +59,16 @@ func startWith(t *testing.T, cfg Config) *live {
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	ready := make(chan *Mounted, 1)
+	hook := cfg.testRecorder
 	go func() {
 		cfg.MountPoint, cfg.FsyncInterval = l.mnt, 50*time.Millisecond
 		cfg.Ready = func(m *Mounted) { ready <- m }
-		cfg.testRecorder = func(r *Recorder) { l.rec = r }
+		cfg.testRecorder = func(r *Recorder) {
+			l.rec = r
+			if hook != nil {
+				hook(r)
+			}
+		}
 		l.done <- Run(ctx, cfg)
 	}()
 	select {

@@ -52,6 +52,7 @@ type Recorder struct {
 	held    map[fs.FileID]*heldChange
 	last    map[fs.FileID]time.Time // when a file's last change was queued
 	seq     map[fs.FileID]uint64    // queue position of a file's last change
+	bound   map[fs.FileID]uint64    // queue position of the last rename of a file over another
 	reports uint64                  // Changed calls so far
 	enq     uint64                  // events queued so far
 	done    uint64                  // events the sink finished
@@ -78,7 +79,7 @@ type waiter struct {
 func NewRecorder(sink Sink, interval time.Duration, log *slog.Logger) *Recorder {
 	r := &Recorder{
 		sink: sink, log: log, interval: interval,
-		held: map[fs.FileID]*heldChange{}, last: map[fs.FileID]time.Time{}, seq: map[fs.FileID]uint64{},
+		held: map[fs.FileID]*heldChange{}, last: map[fs.FileID]time.Time{}, seq: map[fs.FileID]uint64{}, bound: map[fs.FileID]uint64{},
 		wake: make(chan struct{}, 1), exited: make(chan struct{}),
 	}
 	go r.run()
@@ -169,6 +170,9 @@ func (r *Recorder) Renamed(ev fs.Rename) {
 		r.releaseLocked(ev.ID)
 	}
 	r.push(Event{Rename: &ev})
+	if !ev.ID.IsZero() && !ev.Replaced.IsZero() {
+		r.bound[ev.ID] = r.enq // the sink may give it the replaced file's history
+	}
 }
 
 func (r *Recorder) Removed(ev fs.Remove) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"github.com/deltafs/deltafs/delta"
@@ -32,10 +33,15 @@ const maxRecordBytes = 4 << 30
 
 // storeSink records changes as revisions in an objstore.Store.
 type storeSink struct {
-	st   *objstore.Store
-	log  *slog.Logger
-	ids  map[fs.FileID]index.FileID
-	last map[index.FileID]index.RevID // newest revision of each file
+	st  *objstore.Store
+	log *slog.Logger
+	// ids maps live identities to store ones. The sink's goroutine (or
+	// a snapshot, holding lockedSink's lock) reads it freely and writes
+	// it with idsMu held; anyone else reads it with idsMu read-locked
+	// (storeID), so that .history never waits for a recording.
+	idsMu sync.RWMutex
+	ids   map[fs.FileID]index.FileID
+	last  map[index.FileID]index.RevID // newest revision of each file
 	// known holds the size of a file's newest revision when that
 	// revision was recorded from a report of this mount, so that the
 	// next report's ranges describe the change from it exactly.
@@ -60,6 +66,14 @@ func openStoreSink(st *objstore.Store, path string, log *slog.Logger) (*storeSin
 	}
 	parseIDs(b, s.ids)
 	return s, nil
+}
+
+// storeID returns the store identity of the live file id, if it has one.
+func (s *storeSink) storeID(id fs.FileID) (index.FileID, bool) {
+	s.idsMu.RLock()
+	defer s.idsMu.RUnlock()
+	fid, ok := s.ids[id]
+	return fid, ok && !id.IsZero()
 }
 
 // Close closes the id map.
@@ -190,7 +204,9 @@ func (s *storeSink) bind(id fs.FileID, fid index.FileID) error {
 	if s.ids[id] == fid {
 		return nil
 	}
+	s.idsMu.Lock()
 	s.ids[id] = fid
+	s.idsMu.Unlock()
 	var rec [idRecordLen]byte
 	copy(rec[:], id[:])
 	binary.BigEndian.PutUint64(rec[16:], uint64(fid))

@@ -1,0 +1,210 @@
+package fs
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// histFile is the directory of the revisions of one live file: one
+// read-only regular file per revision (histRev), oldest first. Listing it
+// asks History for this file's revisions only.
+type histFile struct {
+	gofs.Inode
+	histNoChange
+	v *histView
+}
+
+var (
+	_ = (gofs.NodeGetattrer)((*histFile)(nil))
+	_ = (gofs.NodeSetattrer)((*histFile)(nil))
+	_ = (gofs.NodeLookuper)((*histFile)(nil))
+	_ = (gofs.NodeOpendirHandler)((*histFile)(nil))
+	_ = (gofs.NodeMkdirer)((*histFile)(nil))
+	_ = (gofs.NodeCreater)((*histFile)(nil))
+	_ = (gofs.NodeUnlinker)((*histFile)(nil))
+	_ = (gofs.NodeRenamer)((*histFile)(nil))
+)
+
+// live returns the live file's path and status.
+func (f *histFile) live() (string, syscall.Stat_t, error) {
+	p := f.v.livePath(f.EmbeddedInode())
+	var st syscall.Stat_t
+	err := syscall.Lstat(p, &st)
+	if err == nil && st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		err = syscall.ENOENT // replaced by something without history
+	}
+	return p, st, err
+}
+
+func (f *histFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	_, st, err := f.live()
+	if err != nil {
+		return toErrno(f.v.log, "history getattr", err)
+	}
+	histAttr(&st, histIno(histKindFile, st.Ino), &out.Attr)
+	return 0
+}
+
+// OpendirHandle lists the file's revisions into a handle that declines
+// READDIRPLUS's lookups, so that a plain ls of 10,000 revisions makes no
+// node for any of them.
+func (f *histFile) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	p, _, err := f.live()
+	if err != nil {
+		return nil, 0, toErrno(f.v.log, "history list", err)
+	}
+	id := readID(p)
+	if id.IsZero() || f.v.hist == nil {
+		return &plainListHandle{}, 0, 0 // never recorded
+	}
+	revs, err := f.v.hist.Revisions(ctx, id)
+	if err != nil {
+		return nil, 0, snapErrno(f.v.log, "history list", err)
+	}
+	ents := make([]fuse.DirEntry, len(revs))
+	if len(revs) > 0 {
+		width := revWidth(int(revs[len(revs)-1].ID.Rev) + 1)
+		for i, r := range revs {
+			ents[i] = fuse.DirEntry{Name: revName(r, width), Mode: syscall.S_IFREG, Ino: histIno(histKindRev, revKey(r.ID))}
+		}
+	}
+	return &plainListHandle{listDir: listDir{ents: ents}}, 0, 0
+}
+
+// Lookup finds a revision by its name; the number may have any padding,
+// the time must be the revision's.
+func (f *histFile) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	rev, when, ok := parseRevName(name)
+	if !ok || f.v.hist == nil {
+		return nil, syscall.ENOENT
+	}
+	p, st, err := f.live()
+	if err != nil {
+		return nil, toErrno(f.v.log, "history lookup", err)
+	}
+	id := readID(p)
+	if id.IsZero() {
+		return nil, syscall.ENOENT
+	}
+	r, err := f.v.hist.Revision(ctx, id, rev)
+	if err != nil {
+		return nil, snapErrno(f.v.log, "history lookup", err)
+	}
+	if when != time.Unix(0, r.Time).UTC().Format(revTimeFmt) {
+		return nil, syscall.ENOENT
+	}
+	n := &histRev{v: f.v, r: r, uid: st.Uid, gid: st.Gid}
+	n.fill(&out.Attr)
+	out.SetEntryTimeout(viewTimeout)
+	out.SetAttrTimeout(viewTimeout)
+	return f.NewInode(ctx, n, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: n.ino()}), 0
+}
+
+// histRev is one revision of a file: read-only, its size and time those
+// of the revision, its owner the live file's. Its content is read from
+// the store at the first read of an open and dropped when the last open
+// of it is released: opens of one revision share one copy, and nothing is
+// kept for a revision no one has open.
+type histRev struct {
+	gofs.Inode
+	histReadOnly
+	v        *histView
+	r        Revision
+	uid, gid uint32
+
+	mu    sync.Mutex
+	opens int
+	data  []byte // the content while opens > 0 and it has been read
+}
+
+var (
+	_ = (gofs.NodeGetattrer)((*histRev)(nil))
+	_ = (gofs.NodeSetattrer)((*histRev)(nil))
+	_ = (gofs.NodeOpener)((*histRev)(nil))
+	_ = (gofs.NodeSetxattrer)((*histRev)(nil))
+	_ = (gofs.FileReader)((*histHandle)(nil))
+	_ = (gofs.FileReleaser)((*histHandle)(nil))
+)
+
+func (n *histRev) ino() uint64 { return histIno(histKindRev, revKey(n.r.ID)) }
+
+func (n *histRev) fill(a *fuse.Attr) {
+	a.Ino = n.ino()
+	a.Mode = syscall.S_IFREG | 0o444
+	a.Nlink = 1
+	a.Uid, a.Gid = n.uid, n.gid
+	a.Size = n.r.Size
+	a.Blksize = 4096
+	a.Blocks = (n.r.Size + 511) / 512
+	t := time.Unix(0, n.r.Time)
+	a.SetTimes(&t, &t, &t)
+}
+
+func (n *histRev) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.fill(&out.Attr)
+	out.SetTimeout(viewTimeout)
+	return 0
+}
+
+// Open refuses writing; the content never changes, so the kernel may
+// keep its page cache.
+func (n *histRev) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
+		return nil, 0, syscall.EROFS
+	}
+	n.mu.Lock()
+	n.opens++
+	n.mu.Unlock()
+	return &histHandle{n: n}, fuse.FOPEN_KEEP_CACHE, 0
+}
+
+// content returns the revision's bytes, reading them at the first call
+// of the current opens.
+func (n *histRev) content(ctx context.Context) ([]byte, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.data != nil || n.r.Size == 0 {
+		return n.data, nil
+	}
+	b, err := n.v.hist.Read(ctx, n.r.ID)
+	if err != nil {
+		return nil, err
+	}
+	n.data = b
+	return b, nil
+}
+
+// histHandle is an open revision.
+type histHandle struct {
+	n        *histRev
+	released sync.Once
+}
+
+func (h *histHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	data, err := h.n.content(ctx)
+	if err != nil {
+		return nil, snapErrno(h.n.v.log, "history read", err)
+	}
+	if off >= int64(len(data)) {
+		return fuse.ReadResultData(nil), 0
+	}
+	end := min(off+int64(len(dest)), int64(len(data)))
+	return fuse.ReadResultData(data[off:end]), 0
+}
+
+// Release drops the content with the last open.
+func (h *histHandle) Release(ctx context.Context) syscall.Errno {
+	h.released.Do(func() {
+		h.n.mu.Lock()
+		defer h.n.mu.Unlock()
+		if h.n.opens--; h.n.opens == 0 {
+			h.n.data = nil
+		}
+	})
+	return 0
+}
