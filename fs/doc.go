@@ -3,10 +3,14 @@
 // current content of every file, served loopback-style.
 //
 // It owns: every POSIX operation on the live tree; the reserved
-// .snapshots name at the root (it always appears as a directory, and no
-// user may create, remove or rename a .snapshots there); the snapshot
-// view under it (read-only directories built from the store's trees, see
-// snapshots_view.go, over the Snapshots interface the mount implements);
+// .snapshots and .history names at the root (they always appear as
+// directories, and no user may create, remove or rename one there); the
+// snapshot view under .snapshots (read-only directories built from the
+// store's trees, see snapshots_view.go, over the Snapshots interface the
+// mount implements); the history view under .history (a read-only mirror
+// of the live directories where each regular file is a directory of its
+// revisions, see history_dir.go, over the History interface the mount
+// implements);
 // building snapshot trees from the live directory with dirty tracking,
 // so that a snapshot re-serialises only the directories that changed
 // (TreeBuilder, snapshots_build.go and snapshots_hooks.go); the identity

@@ -280,7 +280,7 @@ func TestSnapshotsNameReserved(t *testing.T) {
 		t.Fatalf("stat .snapshots: %v, %v", st, err)
 	}
 	ents, err := os.ReadDir(m.mnt)
-	if err != nil || len(ents) != 1 || ents[0].Name() != fs.SnapshotsName {
+	if err != nil || len(ents) != 2 || ents[0].Name() != fs.HistoryName || ents[1].Name() != fs.SnapshotsName {
 		t.Fatalf("root lists %v, %v", ents, err)
 	}
 	if err := os.WriteFile(m.path("f"), nil, 0o644); err != nil {

@@ -34,6 +34,11 @@
 // CLI finds the store (and its control socket) from any path inside the
 // mount.
 //
+// History (history_view.go): .history/PATH/ lists the revisions of the
+// store file that the live file at PATH maps to (its live identity, then
+// live.ids), after the recorder has recorded that file's changes closed
+// before the call (Recorder.Flush); it reads that file's index rows only.
+//
 // Recording: fs reports a Change when the last writable handle of a file
 // closes (or on fsync); the Recorder queues it and one background
 // goroutine hands it to a Sink, so close never waits. The store sink

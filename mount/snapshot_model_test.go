@@ -137,7 +137,7 @@ func listTree(m string) (dirs, files []string) {
 		if err != nil {
 			return nil
 		}
-		if p == filepath.Join(m, ".snapshots") {
+		if p == filepath.Join(m, ".snapshots") || p == filepath.Join(m, ".history") {
 			return fs.SkipDir
 		}
 		switch {
@@ -160,7 +160,7 @@ func captureTree(t *testing.T, root string, live bool) map[string]string {
 		if err != nil {
 			t.Fatalf("walk %s: %v", p, err)
 		}
-		if live && p == filepath.Join(root, ".snapshots") {
+		if live && (p == filepath.Join(root, ".snapshots") || p == filepath.Join(root, ".history")) {
 			return fs.SkipDir
 		}
 		rel, _ := filepath.Rel(root, p)
