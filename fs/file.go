@@ -45,6 +45,7 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 }
 
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	h.n.dirtying()
 	n, err := syscall.Pwrite(h.fd, data, off)
 	if n > 0 {
 		h.n.wrote(off, int64(n))
@@ -71,6 +72,9 @@ func (h *handle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
 }
 
 func (h *handle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if _, ok := in.GetSize(); ok {
+		h.n.dirtying()
+	}
 	if errno := h.lf.Setattr(ctx, in, out); errno != 0 {
 		return errno
 	}
@@ -85,6 +89,7 @@ func (h *handle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, 
 }
 
 func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	h.n.dirtying()
 	if errno := h.lf.Allocate(ctx, off, size, mode); errno != 0 {
 		return errno
 	}
@@ -129,6 +134,7 @@ func (h *passthroughHandle) Fsync(ctx context.Context, flags uint32) syscall.Err
 }
 
 func (h *passthroughHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	h.n.dirtying()
 	n, err := unix.Pwrite(h.fd, data, off)
 	if n > 0 {
 		h.n.wrote(off, int64(n))
@@ -137,6 +143,9 @@ func (h *passthroughHandle) Write(ctx context.Context, data []byte, off int64) (
 }
 
 func (h *passthroughHandle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if _, ok := in.GetSize(); ok {
+		h.n.dirtying()
+	}
 	if errno := h.LoopbackFile.Setattr(ctx, in, out); errno != 0 {
 		return errno
 	}
@@ -147,6 +156,7 @@ func (h *passthroughHandle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out
 }
 
 func (h *passthroughHandle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	h.n.dirtying()
 	if errno := h.LoopbackFile.Allocate(ctx, off, size, mode); errno != 0 {
 		return errno
 	}

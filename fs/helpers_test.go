@@ -20,6 +20,10 @@ type events struct {
 	removes []fs.Remove
 	links   []fs.Link
 	waits   []fs.FileID // Wait calls (fsync)
+	// log lists Dirtied and Changed calls in order ("dirtied", "changed").
+	log []string
+	// onDirtied, if set, sees every Dirtied call, with mu held.
+	onDirtied func(fs.FileID, string)
 	// check, if set, sees every change before its Content is closed.
 	check func(fs.Change)
 }
@@ -35,6 +39,15 @@ func (e *events) Changed(c fs.Change) {
 	c.Content = nil
 	e.mu.Lock()
 	e.changes = append(e.changes, c)
+	e.log = append(e.log, "changed")
+	e.mu.Unlock()
+}
+func (e *events) Dirtied(id fs.FileID, path string) {
+	e.mu.Lock()
+	e.log = append(e.log, "dirtied")
+	if e.onDirtied != nil {
+		e.onDirtied(id, path) // with e.mu held
+	}
 	e.mu.Unlock()
 }
 func (e *events) Renamed(r fs.Rename)        { e.mu.Lock(); e.renames = append(e.renames, r); e.mu.Unlock() }
@@ -53,6 +66,15 @@ func (e *events) setCheck(f func(fs.Change)) {
 	e.mu.Lock()
 	e.check = f
 	e.mu.Unlock()
+}
+
+// takeLog returns the Dirtied/Changed order so far and forgets it.
+func (e *events) takeLog() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l := e.log
+	e.log = nil
+	return l
 }
 
 // takeChanges returns the changes reported so far and forgets them.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +35,9 @@ type Node struct {
 	writers                        int      // open writable handles, of either mode
 	sess                           *session // set while writers > 0 or a change is pending
 	reported                       FileID   // id of the last Change reported, zero if none
+	// dirtied is set once the session's Recorder.Dirtied is called, so
+	// that later writes skip n.mu (see dirtying.go).
+	dirtied atomic.Bool
 }
 
 // waitRecorded waits until the recorder has recorded the changes of n

@@ -30,6 +30,9 @@ func (n *Node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if err := syscall.Lstat(n.livePath(), &before); err != nil {
 		return n.fsys.errno("setattr", err)
 	}
+	if before.Size != int64(sz) {
+		n.dirtyingPath()
+	}
 	if errno := n.LoopbackNode.Setattr(ctx, f, in, out); errno != 0 {
 		return errno
 	}
@@ -55,6 +58,7 @@ func (n *Node) truncatedByPath(old, size int64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.sess != nil {
+		n.dirtyingLocked()
 		n.sess.truncated(size)
 		return
 	}

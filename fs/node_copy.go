@@ -19,6 +19,7 @@ func (n *Node) CopyFileRange(ctx context.Context, fhIn gofs.FileHandle, offIn ui
 	if !ok1 || !ok2 || !ok3 {
 		return 0, syscall.EXDEV
 	}
+	dst.dirtying()
 	oi, oo := int64(offIn), int64(offOut)
 	cnt, err := unix.CopyFileRange(in.liveFd(), &oi, o.liveFd(), &oo, int(size), int(flags))
 	if err != nil {
@@ -38,6 +39,7 @@ func (n *Node) copied(off, cnt int64, src FileRef) {
 	if n.sess == nil {
 		return
 	}
+	n.dirtyingLocked()
 	n.sess.wrote(off, cnt)
 	for _, s := range n.sess.sources {
 		if s.ID == src.ID && s.Path == src.Path {

@@ -31,6 +31,9 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		if syscall.Lstat(p, &st) == nil {
 			truncFrom = st.Size
 		}
+		if truncFrom > 0 {
+			n.dirtyingPath()
+		}
 	}
 	fd, err := n.fsys.openLive(rel, int(flags), 0)
 	if err != nil {
@@ -149,6 +152,7 @@ func (n *Node) joinSession(fd int, created, pt bool, truncFrom int64) {
 	}
 	if pt {
 		n.sess.whole = true
+		n.dirtyingLocked() // its writes bypass us
 	}
 }
 
@@ -178,6 +182,7 @@ func (n *Node) released(fd int, passthrough, writable bool) {
 	}
 	n.report(fd, false)
 	n.sess = nil
+	n.sessionEnded()
 }
 
 // fsynced reports the changes so far, starts the next session, and
@@ -192,6 +197,10 @@ func (n *Node) fsynced(ctx context.Context, fd int) syscall.Errno {
 	id := n.sess.id
 	n.sess.rebase(fd)
 	n.sess.whole = n.passed > 0
+	n.sessionEnded()
+	if n.sess.whole {
+		n.dirtyingLocked() // a passthrough writer is still open
+	}
 	n.mu.Unlock()
 	if !reported {
 		return 0
@@ -218,6 +227,7 @@ func (n *Node) report(fd int, fsync bool) bool {
 func (n *Node) wrote(off, cnt int64) {
 	n.mu.Lock()
 	if n.sess != nil {
+		n.dirtyingLocked()
 		n.sess.wrote(off, cnt)
 	}
 	n.mu.Unlock()
@@ -227,6 +237,7 @@ func (n *Node) wrote(off, cnt int64) {
 func (n *Node) truncatedOpen(size int64) {
 	n.mu.Lock()
 	if n.sess != nil {
+		n.dirtyingLocked()
 		n.sess.truncated(size)
 	}
 	n.mu.Unlock()

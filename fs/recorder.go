@@ -120,6 +120,14 @@ type Link struct {
 // return quickly (queue, do not record inline), and must not call back
 // into the mount. Events of one file arrive in the order they happened.
 type Recorder interface {
+	// Dirtied is called before the content of file id (at path) first
+	// changes in a session: before the first write, truncation,
+	// allocation or copy into it reaches the live file, and at the
+	// writable open of a passthrough writer (whose writes fs never sees).
+	// Once per session, not per write: a recorder journals id there, so
+	// that a change that dies with the mount is redone at the next mount
+	// (see package mount). Later Changed reports of id cover it.
+	Dirtied(id FileID, path string)
 	// Changed is called when the last writable handle of a file closes
 	// after its content changed, when a file is truncated by path, and
 	// on fsync of a changed file.
@@ -142,6 +150,7 @@ type Recorder interface {
 // (and the posix tests of the live tree alone).
 type NopRecorder struct{}
 
+func (NopRecorder) Dirtied(FileID, string)     {}
 func (NopRecorder) Changed(c Change)           { c.Close() }
 func (NopRecorder) Renamed(Rename)             {}
 func (NopRecorder) Removed(Remove)             {}

@@ -19,8 +19,9 @@
 //
 // Store layout added by this package: live/ (current content of every
 // file, served by fs), live.ids (the map from the live tree's FileIDs
-// to the store's, see storesink.go) and, while mounted, control.sock
-// (the control socket of the CLI, see control.go).
+// to the store's, see storesink.go), pending.journal (the files whose
+// live content may be newer than their history, see below) and, while
+// mounted, control.sock (the control socket of the CLI, see control.go).
 //
 // Snapshots (snapshot.go): mkdir in .snapshots, the control socket and
 // the automatic snapshots (--snapshot-every, --keep-snapshots) all go
@@ -56,6 +57,50 @@
 // bytes), carried into Put, which verifies it and keeps it unless its own
 // is smaller. Not yet: objstore.Put still takes the whole fulltext, so
 // recording reads the whole live file (files over 4 GiB are not
-// recorded); and an interrupted recording is not redone from the live
-// file at the next mount.
+// recorded).
+//
+// # Crash safety
+//
+// Recording runs behind the live tree, so a mount killed (SIGKILL, a
+// crash) between a write and its recording leaves a live file newer
+// than its history. The pending journal (journal.go) names those files:
+// fs calls Recorder.Dirtied once per write session, before the
+// session's first change reaches the live file (the kernel keeps a
+// write that reached the live file even if we die, so the entry must
+// come first); the journal appends a record then, and a clean record
+// once the sink has durably recorded a change of the file and no
+// Dirtied came after that change's report (a counter per file, stamped
+// on each report, so that a change reported while the previous one is
+// being recorded keeps the file pending). The next mount queues a redo
+// of every pending file on the Recorder before the mount serves
+// (journal_redo.go): it finds the live file by its path hint or, if the
+// hint is stale, by one walk of the live tree reading FileIDs; compares
+// it with the file's newest revision (size, then the content hash in
+// the index); and records it when they differ. A file gone from the
+// live tree is dropped. The redo runs in the Recorder's goroutine while
+// the mount serves; Sync, and so fsync, snapshots and unmount, wait for
+// it. A clean unmount leaves the journal empty.
+//
+// Why a log rather than one file per pending FileID or badger keys: one
+// write(2) of ~60 bytes per session on the write path, against a
+// create and an unlink of a directory entry (the store's badger belongs
+// to objstore, and its commits are fsynced group commits). The journal
+// is not fsynced per session: against a killed process, the page cache
+// keeps every write(2) in order. Against a power cut, a recent entry
+// may be lost while the kernel wrote the live file back; fsync narrows
+// that: an fsync whose change the Recorder holds back (one revision per
+// interval, a new file's grace) fsyncs the journal before it returns,
+// and an fsync it does not hold back returns after the revision is
+// durable. Revisions themselves are durable when Put returns.
+//
+// Names and links: the sink applies renames to the index only for an
+// atomic save (a file with no history yet renamed over one that has
+// one continues that history); links and removes change nothing there.
+// So the journal notes a pending file's new path (a hint) and, for a
+// rename over another file, which file it replaced; the redo continues
+// the replaced file's history when the pending file has none. The id
+// map (live.ids) is appended before a revision that needs it is put, so
+// after a killed process it holds every identity a revision refers to.
+// Files whose live filesystem keeps no FileID (no user xattrs) are not
+// journaled.
 package mount

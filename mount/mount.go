@@ -115,6 +115,7 @@ type running struct {
 	sink   *storeSink
 	snaps  *snapshotParts
 	rec    *Recorder
+	jnl    *journal // nil on a read-only mount
 	fsys   *fs.FS
 	server *fuse.Server
 	mnt    string
@@ -139,7 +140,10 @@ func open(store, mnt string, cfg Config) (*running, error) {
 			return nil, errors.Join(err, st.Close())
 		}
 		ls = &lockedSink{sink: m.sink}
-		sink = ls
+		if m.jnl, err = openJournal(filepath.Join(store, journalFile), cfg.Logger); err != nil {
+			return nil, errors.Join(err, m.close(context.Background()))
+		}
+		sink = journalSink{ls: ls, j: m.jnl, rd: &redoer{st: st, ls: ls, j: m.jnl, live: live, log: cfg.Logger}}
 	}
 	m.rec = NewRecorder(sink, cfg.FsyncInterval, cfg.Logger)
 	if cfg.testRecorder != nil {
@@ -150,11 +154,16 @@ func open(store, mnt string, cfg Config) (*running, error) {
 	if err != nil {
 		return nil, errors.Join(err, m.close(context.Background()))
 	}
-	m.fsys, err = fs.New(m.snaps.fsConfig(fs.Config{LiveDir: live, Recorder: m.rec, Logger: cfg.Logger, Passthrough: os.Geteuid() == 0, History: hist}))
+	m.fsys, err = fs.New(m.snaps.fsConfig(fs.Config{LiveDir: live, Recorder: journaled{m.rec, m.jnl}, Logger: cfg.Logger, Passthrough: os.Geteuid() == 0, History: hist}))
 	if err != nil {
 		return nil, errors.Join(err, m.close(context.Background()))
 	}
 	m.snaps.prepareWith(m.rec, m.fsys)
+	if js, ok := sink.(journalSink); ok {
+		if n := js.rd.queue(m.rec); n > 0 {
+			cfg.Logger.Info("redoing recordings a previous mount left pending", "files", n)
+		}
+	}
 	return m, nil
 }
 
@@ -248,6 +257,9 @@ func (m *running) close(ctx context.Context) error {
 	}
 	if m.sink != nil {
 		errs = append(errs, m.sink.Close())
+	}
+	if m.jnl != nil {
+		errs = append(errs, m.jnl.close())
 	}
 	errs = append(errs, m.st.Close())
 	return errors.Join(errs...)

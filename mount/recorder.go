@@ -21,6 +21,8 @@ type Event struct {
 	// over an existing file (an editor's atomic save): the change
 	// continues that file's history instead of starting its own.
 	Continues fs.FileID
+
+	redo *redo // a pending file of the journal to redo (journal_redo.go)
 }
 
 // Sink records events, one at a time, in the order they happened. It

@@ -16,7 +16,11 @@ import (
 // sinkOf returns the storeSink behind a live mount's recorder.
 func (l *live) sink(t *testing.T) *storeSink {
 	t.Helper()
-	ls, ok := l.rec.sink.(*lockedSink)
+	sink := l.rec.sink
+	if js, ok := sink.(journalSink); ok {
+		sink = js.ls
+	}
+	ls, ok := sink.(*lockedSink)
 	if !ok {
 		t.Fatalf("recorder sink is %T, want *lockedSink", l.rec.sink)
 	}

@@ -1,0 +1,54 @@
+package fs
+
+// Journal hook. A recorder records a change after it happened, in the
+// background; a mount killed in between leaves a live file newer than
+// its history. So before a session's first change reaches the live file,
+// the Recorder hears Dirtied (it journals the file durably enough to
+// outlive the process), and a later mount redoes the recordings the
+// journal names. The order matters: the kernel may keep the write and
+// lose us, so the journal entry must exist before the write does.
+//
+// The cost is one atomic load per write: Dirtied is called once per
+// session (n.dirtied), and again only after a report starts a new one.
+
+// dirtying tells the Recorder, once per session, that n's content is
+// about to change. Call it before the change reaches the live file.
+func (n *Node) dirtying() {
+	if n.dirtied.Load() {
+		return
+	}
+	n.mu.Lock()
+	n.dirtyingLocked()
+	n.mu.Unlock()
+}
+
+// dirtyingLocked is dirtying with n.mu held. The noting functions
+// (wrote, truncatedOpen, copied) call it too, for a write that raced
+// with an fsync starting the next session.
+func (n *Node) dirtyingLocked() {
+	if n.sess == nil || n.sess.id.IsZero() || n.dirtied.Load() {
+		return
+	}
+	n.fsys.rec.Dirtied(n.sess.id, n.relPath())
+	n.dirtied.Store(true)
+}
+
+// dirtyingPath is dirtying for changes made by path or by open
+// (truncate(2), O_TRUNC): with no writer open there is no session, and
+// the id is read from the live file. A file without one has no history
+// to fall behind.
+func (n *Node) dirtyingPath() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.sess != nil {
+		n.dirtyingLocked()
+		return
+	}
+	if id := readID(n.livePath()); !id.IsZero() {
+		n.fsys.rec.Dirtied(id, n.relPath())
+	}
+}
+
+// sessionEnded forgets that the session was journaled, with n.mu held:
+// its report carries the change on, and the next change starts again.
+func (n *Node) sessionEnded() { n.dirtied.Store(false) }

@@ -1,0 +1,83 @@
+package mount
+
+import (
+	"context"
+
+	"github.com/deltafs/deltafs/fs"
+)
+
+// journaled is the fs.Recorder of a mount: the Recorder, with the
+// pending journal kept in step (j is nil on a read-only mount).
+type journaled struct {
+	*Recorder
+	j *journal
+}
+
+var _ fs.Recorder = journaled{}
+
+// Dirtied journals id before its live file changes.
+func (r journaled) Dirtied(id fs.FileID, path string) {
+	if r.j != nil {
+		r.j.dirtied(id, path)
+	}
+}
+
+// Changed stamps c for the journal and queues it. An fsync whose change
+// the Recorder holds back (at most one revision per interval) returns
+// before the revision exists, so the journal entry is made durable
+// first: the file's data is durable once fsync returns, and a power cut
+// must not leave it newer than history with nothing to say so.
+func (r journaled) Changed(c fs.Change) {
+	if r.j == nil {
+		r.Recorder.Changed(c)
+		return
+	}
+	r.j.reported(&c)
+	fsync, k := c.Fsync, key(&c)
+	r.Recorder.Changed(c)
+	if fsync && r.Recorder.holding(k) {
+		r.j.sync()
+	}
+}
+
+// Renamed keeps the journal's path hints and atomic saves.
+func (r journaled) Renamed(ev fs.Rename) {
+	if r.j != nil {
+		r.j.renamed(ev)
+	}
+	r.Recorder.Renamed(ev)
+}
+
+// holding reports whether the Recorder holds back a change of k.
+func (r *Recorder) holding(k fs.FileID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held[k] != nil
+}
+
+// queueRedo queues the redo of a pending file behind everything reported
+// so far, so that Sync (snapshots, unmount) waits for it.
+func (r *Recorder) queueRedo(rd *redo) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.push(Event{redo: rd})
+}
+
+// journalSink tells the journal which changes are recorded, and runs the
+// redos.
+type journalSink struct {
+	ls *lockedSink
+	j  *journal
+	rd *redoer
+}
+
+func (s journalSink) Record(ctx context.Context, ev Event) error {
+	if ev.redo != nil {
+		return s.rd.run(ctx, ev.redo)
+	}
+	err := s.ls.Record(ctx, ev)
+	if ev.Change != nil {
+		s.j.recorded(ev.Change, err == nil)
+	}
+	return err
+}

@@ -1,0 +1,189 @@
+package mount
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	iofs "io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/objstore"
+	"golang.org/x/sys/unix"
+)
+
+// redo is the redo of one file the journal found pending at mount.
+type redo struct {
+	id  fs.FileID
+	gen uint64 // the journal's gen of id when the redo was queued
+}
+
+// redoer redoes, at mount, the recordings a killed mount left undone:
+// each file pending in the journal is compared with its newest revision
+// (size, then content hash) and recorded from the live file when they
+// differ. It runs as events of the Recorder, in its goroutine, so that
+// the mount serves at once while Sync (fsync, snapshots, unmount) waits
+// for the redo.
+type redoer struct {
+	st   *objstore.Store
+	ls   *lockedSink
+	j    *journal
+	live string
+	log  *slog.Logger
+
+	todo   map[fs.FileID]bool   // pending ids not redone yet
+	walked map[fs.FileID]string // where the walk of the live tree found them
+}
+
+// queue queues the redo of every pending file and returns how many.
+func (r *redoer) queue(rec *Recorder) int {
+	entries := r.j.entries()
+	r.todo = make(map[fs.FileID]bool, len(entries))
+	for id := range entries {
+		r.todo[id] = true
+	}
+	for id, p := range entries {
+		rec.queueRedo(&redo{id: id, gen: p.gen})
+	}
+	return len(entries)
+}
+
+// run redoes one file; a file no longer in the live tree is dropped.
+func (r *redoer) run(ctx context.Context, rd *redo) error {
+	defer delete(r.todo, rd.id)
+	rel, ok := r.locate(rd.id)
+	if !ok {
+		r.log.Debug("pending file no longer in the live tree; dropped", "id", rd.id)
+		r.j.redone(rd.id, rd.gen)
+		return nil
+	}
+	if err := r.redoFile(ctx, rd.id, rel); err != nil {
+		return fmt.Errorf("redo %s: %w", rel, err)
+	}
+	r.j.redone(rd.id, rd.gen)
+	return nil
+}
+
+// locate finds the live file of id: at its path hint, else by one walk
+// of the live tree for every id not redone yet (the hint is stale after
+// a directory rename, or a rename the journal missed).
+func (r *redoer) locate(id fs.FileID) (string, bool) {
+	if hint := r.j.hint(id); hint != "" && liveID(filepath.Join(r.live, hint)) == id {
+		return hint, true
+	}
+	if r.walked == nil {
+		r.walk()
+	}
+	rel, ok := r.walked[id]
+	return rel, ok
+}
+
+func (r *redoer) walk() {
+	r.walked = map[fs.FileID]string{}
+	_ = filepath.WalkDir(r.live, func(p string, d iofs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil // an unreadable directory is skipped, not fatal
+		}
+		if id := liveID(p); r.todo[id] {
+			if rel, err := filepath.Rel(r.live, p); err == nil {
+				r.walked[id] = rel
+			}
+		}
+		return nil
+	})
+}
+
+// liveID returns the FileID on the live file at p, or the zero FileID.
+func liveID(p string) fs.FileID {
+	var id fs.FileID
+	if n, err := unix.Lgetxattr(p, fs.XattrID, id[:]); err != nil || n != len(id) {
+		return fs.FileID{}
+	}
+	return id
+}
+
+// redoFile records the live file of id at rel unless its newest revision
+// holds its content already.
+func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
+	f, err := os.OpenFile(filepath.Join(r.live, rel), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return err
+	}
+	if fi.Size() > maxRecordBytes {
+		r.log.Warn("pending file too large to record; left unrecorded", "path", rel, "size", fi.Size())
+		return nil
+	}
+	data, err := readContent(f, fi.Size())
+	if err != nil {
+		return err
+	}
+	r.ls.mu.Lock()
+	defer r.ls.mu.Unlock()
+	s := r.ls.sink
+	fid, known := s.ids[id]
+	if cont := r.j.continues(id); !known && !cont.IsZero() {
+		// An atomic save that died before its rename was recorded:
+		// continue the replaced file's history, as the sink would have.
+		if fid, known = s.ids[cont]; known {
+			if err := s.bind(id, fid); err != nil {
+				return err
+			}
+		}
+	}
+	var prev index.RevID
+	if known {
+		prev = s.prev(fid)
+	}
+	if same, err := r.holds(ctx, prev, data); same || err != nil {
+		return err
+	}
+	if !known {
+		if len(data) == 0 {
+			return nil // an empty file with no history: nothing lost
+		}
+		if fid, err = r.st.NewFile(rel); err != nil {
+			return err
+		}
+		if err := s.bind(id, fid); err != nil {
+			return err
+		}
+	}
+	e, err := r.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: prev})
+	if err != nil {
+		return err
+	}
+	s.last[fid] = e.ID()
+	delete(s.known, fid) // the next report's ranges start from an older state
+	r.log.Info("recorded a change a previous mount left unrecorded", "path", rel, "rev", e.ID())
+	return nil
+}
+
+// holds reports whether revision prev has exactly data: the sizes first,
+// then the content hash in the index (or the text itself, for a
+// revision stored from its written ranges, whose hash is deferred).
+func (r *redoer) holds(ctx context.Context, prev index.RevID, data []byte) (bool, error) {
+	if prev.IsNull() {
+		return false, nil
+	}
+	e, err := r.st.Entry(prev)
+	if err != nil {
+		return false, fmt.Errorf("revision %v: %w", prev, err)
+	}
+	if e.Size != uint64(len(data)) {
+		return false, nil
+	}
+	if e.Flags&index.FlagHashDeferred == 0 {
+		return e.Hash == xxhash.Sum64(data), nil
+	}
+	text, err := r.st.Get(ctx, prev)
+	return err == nil && bytes.Equal(text, data), err
+}
