@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/objstore"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,9 +37,13 @@ var (
 
 // Request is one control call: one JSON object per line.
 type Request struct {
-	Op   string `json:"op"` // "create", "list", "delete", "rename", "stats"
+	Op   string `json:"op"` // "create", "list", "delete", "rename", "stats", "log", "cat", "restore"
 	Name string `json:"name,omitempty"`
 	To   string `json:"to,omitempty"`
+	// Path names a file for log, cat and restore: relative to the tree
+	// root (the mount point), slash-separated.
+	Path string  `json:"path,omitempty"`
+	Spec RevSpec `json:"spec,omitempty"` // cat's revision; restore's Rev
 }
 
 // Response answers a Request.
@@ -47,6 +53,11 @@ type Response struct {
 	Snapshot  *SnapshotInfo  `json:"snapshot,omitempty"`
 	Snapshots []SnapshotInfo `json:"snapshots,omitempty"`
 	Stats     *Stats         `json:"stats,omitempty"`
+	Log       *FileLog       `json:"log,omitempty"`
+	Revision  *RevInfo       `json:"revision,omitempty"`
+	// DataBytes says that this many raw bytes (cat's content) follow the
+	// response's line on the socket.
+	DataBytes int64 `json:"data_bytes,omitempty"`
 }
 
 // SnapshotInfo describes one snapshot to the CLI.
@@ -60,28 +71,58 @@ func infoOf(s index.Snapshot) SnapshotInfo {
 	return SnapshotInfo{ID: uint64(s.ID), Name: s.Name, Time: time.Unix(0, s.Time).UTC()}
 }
 
-// codes carry sentinel errors across the socket.
-var codes = map[string]error{
-	"exists": index.ErrExists, "not_found": index.ErrNotFound, "bad_name": index.ErrBadName, "denied": ErrDenied,
+// codes carry sentinel errors across the socket; the first that matches
+// wins (ErrNoHistory wraps index.ErrNotFound).
+var codes = []struct {
+	code string
+	err  error
+}{
+	{"no_history", ErrNoHistory}, {"is_dir", ErrIsDir}, {"read_only", objstore.ErrReadOnly},
+	{"exists", index.ErrExists}, {"not_found", index.ErrNotFound}, {"bad_name", index.ErrBadName}, {"denied", ErrDenied},
 }
 
 func codeOf(err error) string {
-	for c, e := range codes {
-		if errors.Is(err, e) {
-			return c
+	for _, c := range codes {
+		if errors.Is(err, c.err) {
+			return c.code
 		}
 	}
 	return ""
 }
 
-// Controller is what the control socket serves: the mount's snapshots
-// and statistics.
+// errOfCode returns the sentinel error a code carries.
+func errOfCode(code string) (error, bool) {
+	for _, c := range codes {
+		if c.code == code {
+			return c.err, true
+		}
+	}
+	return nil, false
+}
+
+// Controller is what the control socket serves: the mount's snapshots,
+// statistics and file histories. Paths of Log, Cat and Restore are
+// relative to the tree root, slash-separated.
 type Controller interface {
 	CreateSnapshot(ctx context.Context, name string) (index.Snapshot, error)
 	ListSnapshots(ctx context.Context) ([]index.Snapshot, error)
 	DeleteSnapshot(ctx context.Context, name string) error
 	RenameSnapshot(ctx context.Context, from, to string) error
 	Stats(ctx context.Context) (Stats, error)
+	// Log lists every revision of a file, oldest first.
+	Log(ctx context.Context, path string) (FileLog, error)
+	// Cat returns the revision spec picks and its content.
+	Cat(ctx context.Context, path string, spec RevSpec) (RevInfo, []byte, error)
+	// Restore records revision rev's content as the file's next
+	// revision, with rev as its second parent, and returns it.
+	Restore(ctx context.Context, path string, rev uint32) (RevInfo, error)
+}
+
+// controller is the Controller of a store: snapshots and statistics from
+// the snapshotter, histories from the historian.
+type controller struct {
+	*snapshotter
+	*historian
 }
 
 // controlServer serves a Controller on the control socket.
@@ -178,14 +219,18 @@ func (s *controlServer) handle(conn *net.UnixConn) {
 			_ = enc.Encode(Response{Error: "bad request: " + err.Error()})
 			return
 		}
-		if err := enc.Encode(s.do(req)); err != nil {
+		resp, data := s.do(req)
+		if err := enc.Encode(resp); err != nil {
+			return
+		}
+		if _, err := conn.Write(data); err != nil {
 			return
 		}
 	}
 }
 
-// do runs one request.
-func (s *controlServer) do(req Request) Response {
+// do runs one request; data, if any, follows the response.
+func (s *controlServer) do(req Request) (Response, []byte) {
 	ctx := context.Background()
 	var resp Response
 	var err error
@@ -212,13 +257,39 @@ func (s *controlServer) do(req Request) Response {
 		if st, err = s.c.Stats(ctx); err == nil {
 			resp.Stats = &st
 		}
+	case "log", "cat", "restore":
+		var data []byte
+		if resp, data, err = s.history(ctx, req); err == nil {
+			return resp, data
+		}
 	default:
 		err = fmt.Errorf("unknown operation %q", req.Op)
 	}
 	if err != nil {
-		return Response{Error: err.Error(), Code: codeOf(err)}
+		return Response{Error: err.Error(), Code: codeOf(err)}, nil
 	}
-	return resp
+	return resp, nil
+}
+
+// history runs log, cat and restore.
+func (s *controlServer) history(ctx context.Context, req Request) (Response, []byte, error) {
+	var resp Response
+	switch req.Op {
+	case "log":
+		l, err := s.c.Log(ctx, req.Path)
+		resp.Log = &l
+		return resp, nil, err
+	case "cat":
+		r, data, err := s.c.Cat(ctx, req.Path, req.Spec)
+		resp.Revision, resp.DataBytes = &r, int64(len(data))
+		return resp, data, err
+	}
+	if req.Spec.Rev == nil {
+		return resp, nil, errors.New("restore: no revision given")
+	}
+	r, err := s.c.Restore(ctx, req.Path, *req.Spec.Rev)
+	resp.Revision = &r
+	return resp, nil, err
 }
 
 // Call sends req to the mount of the store in dir and returns its
@@ -227,13 +298,19 @@ func (s *controlServer) do(req Request) Response {
 // errors of package index (ErrExists, ErrNotFound, ErrBadName) or
 // ErrDenied as the mount reports them.
 func Call(ctx context.Context, dir string, req Request) (Response, error) {
+	resp, _, err := callData(ctx, dir, req)
+	return resp, err
+}
+
+// callData is Call returning the raw bytes that follow the response.
+func callData(ctx context.Context, dir string, req Request) (Response, []byte, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", filepath.Join(dir, ControlSocket))
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-		return Response{}, fmt.Errorf("%s: %w", dir, ErrNotMounted)
+		return Response{}, nil, fmt.Errorf("%s: %w", dir, ErrNotMounted)
 	}
 	if err != nil {
-		return Response{}, fmt.Errorf("control socket of %s: %w", dir, err)
+		return Response{}, nil, fmt.Errorf("control socket of %s: %w", dir, err)
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -243,14 +320,34 @@ func Call(ctx context.Context, dir string, req Request) (Response, error) {
 	// and hung up first): its answer is still there to read.
 	werr := json.NewEncoder(conn).Encode(req)
 	var resp Response
-	if err := json.NewDecoder(conn).Decode(&resp); err != nil {
-		return Response{}, fmt.Errorf("control socket of %s: %w", dir, errors.Join(werr, err))
+	dec := json.NewDecoder(conn)
+	if err := dec.Decode(&resp); err != nil {
+		return Response{}, nil, fmt.Errorf("control socket of %s: %w", dir, errors.Join(werr, err))
 	}
 	if resp.Error != "" {
-		if e, ok := codes[resp.Code]; ok {
-			return resp, fmt.Errorf("%s (%w)", resp.Error, e)
+		if e, ok := errOfCode(resp.Code); ok {
+			return resp, nil, &kindError{msg: resp.Error, kind: e}
 		}
-		return resp, errors.New(resp.Error)
+		return resp, nil, errors.New(resp.Error)
 	}
-	return resp, nil
+	if resp.DataBytes <= 0 {
+		return resp, nil, nil
+	}
+	if resp.DataBytes > maxData {
+		return resp, nil, fmt.Errorf("control socket of %s: answer of %d bytes", dir, resp.DataBytes)
+	}
+	// The data follows the response line's newline, which the decoder
+	// leaves unread; it may have read into the data too.
+	data := make([]byte, resp.DataBytes+1)
+	if _, err := io.ReadFull(io.MultiReader(dec.Buffered(), conn), data); err != nil {
+		return resp, nil, fmt.Errorf("control socket of %s: %w", dir, err)
+	}
+	if data[0] != '\n' {
+		return resp, nil, fmt.Errorf("control socket of %s: no newline after the answer", dir)
+	}
+	return resp, data[1:], nil
 }
+
+// maxData bounds the raw bytes of an answer: the largest revision a mount
+// records (maxRecordBytes).
+const maxData = maxRecordBytes

@@ -51,7 +51,7 @@ func StoreOf(path string) (string, error) {
 	}
 	mnt, src := containingMount(abs)
 	if mnt == "" {
-		return "", fmt.Errorf("%s: neither a deltafs store nor inside a deltafs mount", abs)
+		return "", fmt.Errorf("%s: %w", abs, ErrNoStore)
 	}
 	if !filepath.IsAbs(src) || !exists(filepath.Join(src, "FORMAT")) {
 		return "", fmt.Errorf("%s: the deltafs mount on %s does not name its store", abs, mnt)
@@ -131,6 +131,39 @@ func (r remote) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, errEmpty
 	}
 	return *resp.Stats, nil
+}
+
+func (r remote) Log(ctx context.Context, path string) (FileLog, error) {
+	resp, err := r.call(ctx, Request{Op: "log", Path: path})
+	if err != nil {
+		return FileLog{}, err
+	}
+	if resp.Log == nil {
+		return FileLog{}, errEmpty
+	}
+	return *resp.Log, nil
+}
+
+func (r remote) Cat(ctx context.Context, path string, spec RevSpec) (RevInfo, []byte, error) {
+	resp, data, err := callData(ctx, r.dir, Request{Op: "cat", Path: path, Spec: spec})
+	if err != nil {
+		return RevInfo{}, nil, err
+	}
+	if resp.Revision == nil {
+		return RevInfo{}, nil, errEmpty
+	}
+	return *resp.Revision, data, nil
+}
+
+func (r remote) Restore(ctx context.Context, path string, rev uint32) (RevInfo, error) {
+	resp, err := r.call(ctx, Request{Op: "restore", Path: path, Spec: RevSpec{Rev: &rev}})
+	if err != nil {
+		return RevInfo{}, err
+	}
+	if resp.Revision == nil {
+		return RevInfo{}, errEmpty
+	}
+	return *resp.Revision, nil
 }
 
 var errEmpty = errors.New("control socket: empty answer")

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
@@ -24,7 +25,7 @@ import (
 //
 //   - in a mount, storeFile asks the running mount's sink, after the
 //     recorder has recorded every change of that file closed before the
-//     call (Recorder.Flush);
+//     call (Recorder.waitHistory);
 //   - offline, storeFileOffline reads live.ids (no recorder runs).
 //
 // Paths are relative to the tree root, slash-separated (the mount point
@@ -33,7 +34,21 @@ import (
 // ErrNoHistory matches a live file with no revision in the store: never
 // recorded (it kept no FileID, or its changes were never written through
 // a mount) or the path names no regular file. It wraps index.ErrNotFound.
-var ErrNoHistory = fmt.Errorf("no recorded history (%w)", index.ErrNotFound)
+var ErrNoHistory error = &kindError{msg: "no recorded history", kind: index.ErrNotFound}
+
+// kindError is an error with its own message that matches kind.
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
+
+// notFoundf formats a message matching index.ErrNotFound.
+func notFoundf(format string, args ...any) error {
+	return &kindError{msg: fmt.Sprintf(format, args...), kind: index.ErrNotFound}
+}
 
 // ErrIsDir matches a history request for a directory.
 var ErrIsDir = errors.New("is a directory")
@@ -43,10 +58,12 @@ var ErrIsDir = errors.New("is a directory")
 func cleanRel(rel string) (string, error) {
 	c := path.Clean("/" + filepath.ToSlash(rel))[1:]
 	if c == "" {
-		return "", fmt.Errorf("%q: %w", rel, ErrIsDir)
+		return "", fmt.Errorf("/: %w", ErrIsDir)
 	}
-	if c == ".snapshots" || strings.HasPrefix(c, ".snapshots/") {
-		return "", fmt.Errorf("%s: inside .snapshots, not a live file: %w", rel, ErrNoHistory)
+	for _, v := range []string{".snapshots", fs.HistoryName} {
+		if c == v || strings.HasPrefix(c, v+"/") {
+			return "", fmt.Errorf("%s: inside %s, not a live file: %w", rel, v, ErrNoHistory)
+		}
 	}
 	return c, nil
 }
@@ -56,6 +73,7 @@ type liveFile struct {
 	Rel  string    // cleaned, relative to the tree root
 	Path string    // the file in STORE/live
 	ID   fs.FileID // zero if the file has none
+	Ino  uint64    // live inode number
 }
 
 // openLiveFile resolves rel under the live directory live: a regular
@@ -69,13 +87,16 @@ func openLiveFile(live, rel string) (liveFile, error) {
 	fi, err := os.Lstat(lf.Path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return lf, fmt.Errorf("%s: no such file (%w)", c, index.ErrNotFound)
+		return lf, notFoundf("%s: no such file", c)
 	case err != nil:
 		return lf, err
 	case fi.IsDir():
 		return lf, fmt.Errorf("%s: %w", c, ErrIsDir)
 	case !fi.Mode().IsRegular():
 		return lf, fmt.Errorf("%s: not a regular file: %w", c, ErrNoHistory)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		lf.Ino = st.Ino
 	}
 	lf.ID, err = readFileID(lf.Path)
 	return lf, err
@@ -118,14 +139,6 @@ func readIDs(dir string) (map[fs.FileID]index.FileID, error) {
 	return ids, nil
 }
 
-// storeID returns the store file of live file id, if it has one.
-func (l *lockedSink) storeID(id fs.FileID) (index.FileID, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fid, ok := l.sink.ids[id]
-	return fid, ok && !id.IsZero()
-}
-
 // storeFileOf maps a live FileID to its store file in a mount: it first
 // waits until rec has recorded every change of that file closed before
 // the call, then asks the sink. A file with no store identity gives
@@ -135,11 +148,11 @@ func storeFileOf(ctx context.Context, rec *Recorder, ls *lockedSink, id fs.FileI
 		return 0, ErrNoHistory
 	}
 	if rec != nil {
-		if err := rec.Flush(ctx, id); err != nil {
+		if err := rec.waitHistory(ctx, id); err != nil {
 			return 0, fmt.Errorf("record pending changes: %w", err)
 		}
 	}
-	fid, ok := ls.storeID(id)
+	fid, ok := ls.sink.storeID(id)
 	if !ok {
 		return 0, ErrNoHistory
 	}

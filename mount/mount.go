@@ -196,6 +196,7 @@ func (m *running) mount(mnt string, cfg Config) error {
 		return fmt.Errorf("mount on %s: %w", mnt, err)
 	}
 	m.server = server
+	m.snaps.hist.mnt = mnt // a restore writes through the mount
 	if server.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH == 0 {
 		m.fsys.DisablePassthrough()
 	}

@@ -41,7 +41,7 @@ type snapshotter struct {
 
 var (
 	_ fs.Snapshots = (*snapshotter)(nil)
-	_ Controller   = (*snapshotter)(nil)
+	_ Controller   = controller{}
 )
 
 func newSnapshotter(st *objstore.Store, b *fs.TreeBuilder, revs fs.Revisions, log *slog.Logger) *snapshotter {

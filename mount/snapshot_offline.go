@@ -20,6 +20,7 @@ type Offline struct {
 	st   *objstore.Store
 	sink *storeSink
 	snap *snapshotter
+	hist *historian
 }
 
 // OpenOffline opens the store in dir; readOnly suffices for listing and
@@ -42,13 +43,17 @@ func OpenOffline(dir string, readOnly bool, log *slog.Logger) (*Offline, error) 
 			return nil, errors.Join(err, st.Close())
 		}
 	}
-	revs := &liveRevs{st: st, ls: &lockedSink{sink: o.sink}}
-	o.snap = newSnapshotter(st, fs.NewTreeBuilder(live), revs, log)
+	ls := &lockedSink{sink: o.sink}
+	o.snap = newSnapshotter(st, fs.NewTreeBuilder(live), &liveRevs{st: st, ls: ls}, log)
+	o.hist = &historian{st: st, dir: dir}
+	if o.sink != nil {
+		o.hist.ls = ls
+	}
 	return o, nil
 }
 
 // Controller returns what the control socket would serve.
-func (o *Offline) Controller() Controller { return o.snap }
+func (o *Offline) Controller() Controller { return controller{o.snap, o.hist} }
 
 // Close closes the store and releases its lock.
 func (o *Offline) Close() error {

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -76,10 +77,22 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 	if err != nil {
 		return index.RevID{}, err
 	}
-	if !prev.IsNull() && e.Size == uint64(len(data)) && e.Hash == xxhash.Sum64(data) {
+	if !prev.IsNull() && e.Size == uint64(len(data)) && r.holds(ctx, e, data) {
 		return prev, nil
 	}
 	return r.record(ctx, id, fid, known, path, prev, data)
+}
+
+// holds reports whether revision e's content is data. A revision
+// recorded from written ranges alone has no content hash
+// (index.FlagHashDeferred): its text is compared instead, or every
+// snapshot would record such a file again.
+func (r *liveRevs) holds(ctx context.Context, e index.Entry, data []byte) bool {
+	if e.Flags&index.FlagHashDeferred == 0 {
+		return e.Hash == xxhash.Sum64(data)
+	}
+	text, err := r.st.Get(ctx, e.ID())
+	return err == nil && bytes.Equal(text, data)
 }
 
 // record stores data as the next revision of the live file.

@@ -3,6 +3,7 @@ package mount
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/deltafs/deltafs/fs"
@@ -14,6 +15,7 @@ import (
 // builder, and the automatic snapshots.
 type snapshotParts struct {
 	snap     *snapshotter
+	hist     *historian      // log, cat and restore on the control socket
 	tree     *fs.TreeBuilder // nil on a read-only mount
 	ctl      *controlServer
 	stopAuto context.CancelFunc
@@ -23,7 +25,7 @@ type snapshotParts struct {
 // newSnapshotParts builds the snapshotter of a mount over st; ls is nil
 // on a read-only mount (no snapshot can be taken there).
 func newSnapshotParts(st *objstore.Store, live string, ls *lockedSink, cfg Config) *snapshotParts {
-	p := &snapshotParts{snap: newSnapshotter(st, nil, nil, cfg.Logger)}
+	p := &snapshotParts{snap: newSnapshotter(st, nil, nil, cfg.Logger), hist: &historian{st: st, dir: filepath.Dir(live), ls: ls}}
 	if ls != nil {
 		p.tree = fs.NewTreeBuilder(live)
 		p.snap.b, p.snap.revs = p.tree, &liveRevs{st: st, ls: ls}
@@ -40,6 +42,7 @@ func (p *snapshotParts) fsConfig(c fs.Config) fs.Config {
 // prepareWith makes snapshots wait for the recorder and take the open
 // writers of fsys.
 func (p *snapshotParts) prepareWith(rec *Recorder, fsys *fs.FS) {
+	p.hist.rec, p.hist.writers = rec, fsys.Writers
 	p.snap.prepare = func(ctx context.Context) ([]fs.Touch, error) {
 		if err := rec.Sync(ctx); err != nil {
 			return nil, err
@@ -51,7 +54,7 @@ func (p *snapshotParts) prepareWith(rec *Recorder, fsys *fs.FS) {
 // start opens the control socket in the store directory and starts the
 // automatic snapshots, once the mount serves.
 func (p *snapshotParts) start(store string, cfg Config) error {
-	ctl, err := serveControl(store, uint32(os.Getuid()), p.snap, cfg.Logger)
+	ctl, err := serveControl(store, uint32(os.Getuid()), controller{p.snap, p.hist}, cfg.Logger)
 	if err != nil {
 		return err
 	}
@@ -59,7 +62,7 @@ func (p *snapshotParts) start(store string, cfg Config) error {
 	if cfg.SnapshotEvery > 0 && p.tree != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		p.stopAuto, p.autoDone = cancel, make(chan struct{})
-		a := &autoSnapshots{c: p.snap, every: cfg.SnapshotEvery, keep: cfg.KeepSnapshots, log: cfg.Logger, now: time.Now, nameFunc: AutoName}
+		a := &autoSnapshots{c: controller{p.snap, p.hist}, every: cfg.SnapshotEvery, keep: cfg.KeepSnapshots, log: cfg.Logger, now: time.Now, nameFunc: AutoName}
 		go func() { defer close(p.autoDone); a.run(ctx) }()
 	}
 	return nil

@@ -46,7 +46,11 @@ type storeSink struct {
 	// revision was recorded from a report of this mount, so that the
 	// next report's ranges describe the change from it exactly.
 	known map[index.FileID]int64
-	f     *os.File // idsFile, for appending
+	// restoring holds the revision a file's next change restores (a
+	// restore writing through the mount): the second parent of the
+	// revision that records it.
+	restoring map[index.FileID]index.RevID
+	f         *os.File // idsFile, for appending
 	// liveRead counts the bytes read from live files to record them:
 	// what recording costs (tests and benchmarks read it).
 	liveRead atomic.Int64
@@ -58,7 +62,7 @@ func openStoreSink(st *objstore.Store, path string, log *slog.Logger) (*storeSin
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s := &storeSink{st: st, log: log, f: f, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}}
+	s := &storeSink{st: st, log: log, f: f, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}, restoring: map[index.FileID]index.RevID{}}
 	b, err := io.ReadAll(f)
 	if err != nil {
 		f.Close()
@@ -111,8 +115,14 @@ func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileI
 	if err != nil {
 		return err
 	}
-	if ok, err := s.fromWrites(ctx, fid, c); ok || err != nil {
-		return err
+	restored, restoring := s.restoring[fid]
+	delete(s.restoring, fid)
+	// A restore is a fulltext put, so that the store may dedup or delta
+	// it against the revision it brings back.
+	if !restoring {
+		if ok, err := s.fromWrites(ctx, fid, c); ok || err != nil {
+			return err
+		}
 	}
 	data, err := readContent(c.Content, c.Size)
 	if err != nil {
@@ -120,6 +130,9 @@ func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileI
 	}
 	s.liveRead.Add(int64(len(data)))
 	req := objstore.PutRequest{File: fid, Data: data, P1: s.prev(fid)}
+	if restoring {
+		req.P2, req.Hints = restored, []index.RevID{restored}
+	}
 	for _, src := range c.Sources {
 		if sf, ok := s.ids[src.ID]; ok && sf != fid {
 			req.Hints = append(req.Hints, s.prev(sf))

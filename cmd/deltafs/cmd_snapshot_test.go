@@ -45,7 +45,7 @@ func TestSnapshotCLIUnmounted(t *testing.T) {
 	if r := runCLI(t, nil, "snapshot", "rename", store, "before", "first"); r.code != 0 {
 		t.Fatalf("rename: %+v", r)
 	}
-	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "delete", store, "before"), exitFailure, "not found")
+	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "delete", store, "before"), exitNotFound, "not found")
 	r := runCLI(t, nil, "snapshot", "list", store)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if r.code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "first\t") || !strings.HasPrefix(lines[1], "after\t") {
@@ -59,7 +59,7 @@ func TestSnapshotCLIUnmounted(t *testing.T) {
 	if r := runCLI(t, nil, "snapshot", "delete", store, "first"); r.code != 0 {
 		t.Fatalf("delete: %+v", r)
 	}
-	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "list", t.TempDir()), exitFailure, "neither a deltafs store")
+	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "list", t.TempDir()), exitNotStore, "not a deltafs store")
 }
 
 func TestStatsJSON(t *testing.T) {

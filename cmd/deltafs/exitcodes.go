@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // Process exit codes of deltafs. This file is the only place that defines
@@ -13,12 +16,14 @@ const (
 	exitFailure = 1 // the command ran and failed (I/O error, corrupt input, ...)
 	exitUsage   = 2 // the command line was wrong; nothing was done
 
-	exitMountPoint  = 3 // mount point missing, not an empty directory, overlapping the store, or not a deltafs mount
-	exitStoreLocked = 4 // the store is in use (mounted) by another process
-	exitNotStore    = 5 // the path holds something that is not a deltafs store (or a newer format)
-	exitNoFUSE      = 6 // no /dev/fuse, or no fusermount3 for a user
-	exitPermission  = 7 // permission denied on the store or the mount point
-	exitProblems    = 8 // verify ran and found problems in the store
+	exitMountPoint  = 3  // mount point missing, not an empty directory, overlapping the store, or not a deltafs mount
+	exitStoreLocked = 4  // the store is in use (mounted) by another process
+	exitNotStore    = 5  // the path holds something that is not a deltafs store (or a newer format)
+	exitNoFUSE      = 6  // no /dev/fuse, or no fusermount3 for a user
+	exitPermission  = 7  // permission denied on the store or the mount point
+	exitProblems    = 8  // verify ran and found problems in the store
+	exitNotFound    = 9  // no such revision, snapshot or file history (log, cat, restore, snapshot delete/rename)
+	exitIsDir       = 10 // a directory where a file's history was asked for (log, cat, restore)
 )
 
 // usageError marks an error in the command line itself: an unknown flag
@@ -45,6 +50,10 @@ func exitCode(err error) int {
 		return exitProblems
 	case mountErrorCode(err) != 0:
 		return mountErrorCode(err)
+	case errors.Is(err, mount.ErrIsDir):
+		return exitIsDir
+	case errors.Is(err, index.ErrNotFound):
+		return exitNotFound
 	default:
 		return exitFailure
 	}

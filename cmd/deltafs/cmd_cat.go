@@ -1,0 +1,66 @@
+package main
+
+import (
+	"github.com/deltafs/deltafs/mount"
+	"github.com/spf13/cobra"
+)
+
+// catJSON is what "deltafs cat --json" prints.
+type catJSON struct {
+	Path     string        `json:"path"`
+	Revision mount.RevInfo `json:"revision"`
+	Data     []byte        `json:"data"` // base64
+}
+
+// newCatCmd builds "deltafs cat".
+func newCatCmd() *cobra.Command {
+	var t historyTarget
+	var rev int64
+	var snap string
+	cmd := &cobra.Command{
+		Use:   "cat PATH [--rev N | --snapshot NAME]",
+		Short: "Write one revision of a file to stdout (the newest by default)",
+		Long: `Write the content of one revision of the file at PATH to stdout, byte
+for byte: revision N (see "deltafs log"), the revision the snapshot NAME
+holds, or the newest. PATH is as for "deltafs log".`,
+		Example: "  deltafs cat ~/work/notes.txt --snapshot before-refactor\n  deltafs cat --store ~/work.dfs notes.txt --rev 3 > old.txt",
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := revSpec(cmd, rev, snap)
+			if err != nil {
+				return err
+			}
+			return t.run(cmd, args[0], true, func(c mount.Controller, rel string) error {
+				r, data, err := c.Cat(cmd.Context(), rel, spec)
+				if err != nil {
+					return err
+				}
+				if t.asJSON {
+					return printJSON(cmd.OutOrStdout(), catJSON{Path: rel, Revision: r, Data: data})
+				}
+				return writeOutput(cmd.OutOrStdout(), "", data)
+			})
+		},
+	}
+	t.flags(cmd, `print one JSON object: path, revision {rev, time, size, ...}, data (base64)`)
+	cmd.Flags().Int64Var(&rev, "rev", -1, "the revision number")
+	cmd.Flags().StringVar(&snap, "snapshot", "", "the revision the snapshot NAME holds")
+	return cmd
+}
+
+// revSpec turns --rev and --snapshot into a RevSpec; at most one is given.
+func revSpec(cmd *cobra.Command, rev int64, snap string) (mount.RevSpec, error) {
+	revSet, snapSet := cmd.Flags().Changed("rev"), cmd.Flags().Changed("snapshot")
+	switch {
+	case revSet && snapSet:
+		return mount.RevSpec{}, usageErrorf("give --rev or --snapshot, not both")
+	case snapSet && snap == "":
+		return mount.RevSpec{}, usageErrorf("--snapshot needs a name")
+	case revSet && (rev < 0 || rev >= 1<<32):
+		return mount.RevSpec{}, usageErrorf("--rev %d: not a revision number", rev)
+	case revSet:
+		r := uint32(rev)
+		return mount.RevSpec{Rev: &r}, nil
+	}
+	return mount.RevSpec{Snapshot: snap}, nil
+}

@@ -1,0 +1,253 @@
+package mount
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/objstore"
+)
+
+// historian serves "deltafs log", "cat" and "restore" for one store, in a
+// mount (through the control socket) and offline. Every call costs what
+// the one file has (objstore.History), plus, for log, one probe of each
+// snapshot's reference set.
+//
+// In a mount it first has the recorder record every change of the file
+// closed before the call (Recorder.waitHistory), and a restore writes the old
+// content through the mount point, like any writer: the live tree, the
+// kernel's caches, the snapshot dirty tracking and the recorder see an
+// ordinary rewrite, and the sink records it with the old revision as
+// second parent. Offline it writes the live file and records the revision
+// itself.
+type historian struct {
+	st  *objstore.Store
+	dir string      // store directory
+	rec *Recorder   // in a mount; nil offline
+	ls  *lockedSink // nil when read-only
+	mnt string      // mount point; "" offline
+	// writers returns the live files open for writing (in a mount).
+	writers func() []fs.Touch
+}
+
+// closeSettle bounds how long a history call waits for a file's writable
+// handles to be released: close(2) returns before the kernel sends FUSE's
+// release, which is when the change is reported. A file held open for
+// writing longer than this is taken as recorded so far.
+const closeSettle = 250 * time.Millisecond
+
+// settle waits until no writable handle of live inode ino is open, or
+// closeSettle has passed.
+func (h *historian) settle(ctx context.Context, ino uint64) {
+	if h.writers == nil {
+		return
+	}
+	deadline := time.Now().Add(closeSettle)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if !slices.ContainsFunc(h.writers(), func(t fs.Touch) bool { return t.Node == ino }) {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// resolve maps rel to its live file and store file.
+func (h *historian) resolve(ctx context.Context, rel string) (liveFile, index.FileID, error) {
+	lf, err := openLiveFile(filepath.Join(h.dir, liveDir), rel)
+	if err != nil {
+		return lf, 0, err
+	}
+	if lf.ID.IsZero() {
+		return lf, 0, fmt.Errorf("%s: %w", lf.Rel, ErrNoHistory)
+	}
+	var fid index.FileID
+	switch {
+	case h.ls != nil && h.rec != nil:
+		h.settle(ctx, lf.Ino)
+		fid, err = storeFileOf(ctx, h.rec, h.ls, lf.ID)
+	case h.ls != nil:
+		fid, err = storeFileOf(ctx, nil, h.ls, lf.ID)
+	default: // read-only: nothing records, live.ids is complete
+		var ids map[fs.FileID]index.FileID
+		if ids, err = readIDs(h.dir); err == nil {
+			var ok bool
+			if fid, ok = ids[lf.ID]; !ok {
+				err = ErrNoHistory
+			}
+		}
+	}
+	if err != nil {
+		return lf, 0, fmt.Errorf("%s: %w", lf.Rel, err)
+	}
+	return lf, fid, nil
+}
+
+// Log returns the history of the file at rel, oldest first, with the
+// snapshots holding each revision.
+func (h *historian) Log(ctx context.Context, rel string) (FileLog, error) {
+	lf, fid, err := h.resolve(ctx, rel)
+	if err != nil {
+		return FileLog{}, err
+	}
+	hist, err := h.st.History(ctx, fid)
+	if err != nil {
+		return FileLog{}, wrapCorrupt(err)
+	}
+	held, err := h.st.Holding(ctx, fid, hist)
+	if err != nil {
+		return FileLog{}, wrapCorrupt(err)
+	}
+	out := FileLog{Path: lf.Rel, File: uint64(fid), Revisions: make([]RevInfo, len(hist))}
+	for i, r := range hist {
+		out.Revisions[i] = infoOfRev(r)
+		for _, sn := range held[i] {
+			out.Revisions[i].Snapshots = append(out.Revisions[i].Snapshots, sn.Name)
+		}
+	}
+	return out, nil
+}
+
+// Cat returns the revision of the file at rel that spec picks, and its
+// content.
+func (h *historian) Cat(ctx context.Context, rel string, spec RevSpec) (RevInfo, []byte, error) {
+	lf, fid, err := h.resolve(ctx, rel)
+	if err != nil {
+		return RevInfo{}, nil, err
+	}
+	id, err := h.pick(ctx, lf.Rel, fid, spec)
+	if err != nil {
+		return RevInfo{}, nil, err
+	}
+	r, err := h.st.Revision(id)
+	if err != nil {
+		return RevInfo{}, nil, wrapCorrupt(err)
+	}
+	data, err := h.st.Get(ctx, id)
+	if err != nil {
+		return RevInfo{}, nil, wrapCorrupt(err)
+	}
+	return infoOfRev(r), data, nil
+}
+
+// pick returns the revision spec names.
+func (h *historian) pick(ctx context.Context, rel string, fid index.FileID, spec RevSpec) (index.RevID, error) {
+	switch {
+	case spec.Snapshot != "":
+		id, err := h.st.SnapshotRevision(ctx, fid, spec.Snapshot)
+		if errors.Is(err, index.ErrNotFound) {
+			if _, serr := h.st.Snapshot(spec.Snapshot); serr != nil {
+				return id, notFoundf("no snapshot %q", spec.Snapshot)
+			}
+			return id, notFoundf("%s is not in snapshot %q", rel, spec.Snapshot)
+		}
+		return id, wrapCorrupt(err)
+	case spec.Rev != nil:
+		id := index.RevID{File: fid, Rev: index.Rev(*spec.Rev)}
+		if _, err := h.st.Revision(id); errors.Is(err, index.ErrNotFound) {
+			return id, notFoundf("%s has no revision %d", rel, *spec.Rev)
+		} else if err != nil {
+			return id, wrapCorrupt(err)
+		}
+		return id, nil
+	}
+	m, err := h.st.File(fid)
+	if err != nil {
+		return index.NullRev, wrapCorrupt(err)
+	}
+	if m.Revs == 0 {
+		return index.NullRev, fmt.Errorf("%s: %w", rel, ErrNoHistory)
+	}
+	return index.RevID{File: fid, Rev: index.Rev(m.Revs - 1)}, nil
+}
+
+// Restore writes revision rev of the file at rel back into the live file,
+// recorded as a new revision whose second parent is rev.
+func (h *historian) Restore(ctx context.Context, rel string, rev uint32) (RevInfo, error) {
+	if h.ls == nil {
+		return RevInfo{}, fmt.Errorf("restore %s: %w", rel, objstore.ErrReadOnly)
+	}
+	lf, fid, err := h.resolve(ctx, rel)
+	if err != nil {
+		return RevInfo{}, err
+	}
+	old, err := h.pick(ctx, lf.Rel, fid, RevSpec{Rev: &rev})
+	if err != nil {
+		return RevInfo{}, err
+	}
+	data, err := h.st.Get(ctx, old)
+	if err != nil {
+		return RevInfo{}, wrapCorrupt(err)
+	}
+	var id index.RevID
+	if h.mnt != "" {
+		id, err = h.restoreMounted(ctx, lf, fid, old, data)
+	} else {
+		id, err = h.restoreOffline(ctx, lf, fid, old, data)
+	}
+	if err != nil {
+		return RevInfo{}, fmt.Errorf("restore %s to revision %d: %w", lf.Rel, rev, err)
+	}
+	r, err := h.st.Revision(id)
+	return infoOfRev(r), wrapCorrupt(err)
+}
+
+// restoreMounted writes data through the mount point and waits for the
+// recorder, which records it with old as second parent.
+func (h *historian) restoreMounted(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, data []byte) (index.RevID, error) {
+	h.ls.mu.Lock()
+	before := h.ls.sink.prev(fid)
+	h.ls.sink.restoring[fid] = old
+	h.ls.mu.Unlock()
+	werr := rewrite(filepath.Join(h.mnt, filepath.FromSlash(lf.Rel)), data, true)
+	ferr := h.rec.Flush(ctx, lf.ID)
+	h.ls.mu.Lock()
+	delete(h.ls.sink.restoring, fid)
+	now := h.ls.sink.prev(fid)
+	h.ls.mu.Unlock()
+	if err := errors.Join(werr, ferr); err != nil {
+		return index.NullRev, err
+	}
+	if now == before {
+		return index.NullRev, errors.New("the mount recorded no new revision (see its log)")
+	}
+	return now, nil
+}
+
+// restoreOffline writes the live file and records the revision itself.
+func (h *historian) restoreOffline(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, data []byte) (index.RevID, error) {
+	h.ls.mu.Lock()
+	defer h.ls.mu.Unlock()
+	s := h.ls.sink
+	if err := rewrite(lf.Path, data, false); err != nil {
+		return index.NullRev, err
+	}
+	e, err := h.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: s.prev(fid), P2: old, Hints: []index.RevID{old}})
+	if err != nil {
+		return index.NullRev, err
+	}
+	s.last[fid] = e.ID()
+	delete(s.known, fid) // a later report's ranges start from an older revision
+	return e.ID(), nil
+}
+
+// rewrite replaces the content of the existing file p in place (same
+// inode, so its FileID and hard links stay). With fsync set it fsyncs
+// before closing: in a mount, fsync reports the change to the recorder
+// before it returns, where close(2) returns before the kernel's release.
+func rewrite(p string, data []byte, fsync bool) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if werr == nil && fsync {
+		werr = f.Sync()
+	}
+	return errors.Join(werr, f.Close())
+}

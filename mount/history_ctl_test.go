@@ -1,0 +1,140 @@
+package mount
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/deltafs/deltafs/index"
+)
+
+// connect returns the Controller for path, closed at cleanup.
+func connect(t *testing.T, path string, readOnly bool) Controller {
+	t.Helper()
+	c, closeFn, err := Connect(context.Background(), path, readOnly, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeFn() })
+	return c
+}
+
+func revNums(l FileLog) string {
+	var b bytes.Buffer
+	for _, r := range l.Revisions {
+		fmt.Fprintf(&b, "%d:%s:%v ", r.Rev, r.Base, r.Snapshots)
+	}
+	return b.String()
+}
+
+// TestHistoryThroughTheMount drives log, cat and restore through a real
+// mount's control socket, then the same on the unmounted store: the log
+// includes a change closed just before the call, cat is binary-safe by
+// revision and by snapshot, restore records a new revision whose second
+// parent is the old one, and the errors keep their kinds across the
+// socket.
+func TestHistoryThroughTheMount(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	l := start(t, store)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(5, 5))
+	v0 := make([]byte, 3<<20) // larger than any socket buffer
+	for i := range v0 {
+		v0[i] = byte(r.UintN(256))
+	}
+	v1 := append(bytes.Clone(v0[:1000]), "an edit\x00\xff"...)
+	mustDo(t, os.WriteFile(l.mnt+"/bin", v0, 0o644))
+	mustDo(t, os.Mkdir(l.mnt+"/.snapshots/before", 0o755))
+	mustDo(t, os.WriteFile(l.mnt+"/bin", v1, 0o644))
+	c := connect(t, l.mnt, true)
+
+	lg, err := c.Log(ctx, "bin") // the second write closed just now
+	mustDo(t, err)
+	n := len(lg.Revisions)
+	if n != 2 || lg.Path != "bin" || lg.Revisions[0].Size != uint64(len(v0)) ||
+		fmt.Sprint(lg.Revisions[0].Snapshots) != "[before]" || lg.Revisions[n-1].Size != uint64(len(v1)) ||
+		len(lg.Revisions[n-1].Snapshots) != 0 {
+		t.Fatalf("log: %s %+v", revNums(lg), lg)
+	}
+	for spec, want := range map[string][]byte{"rev 0": v0, "snapshot": v0, "newest": v1} {
+		s := RevSpec{}
+		switch spec {
+		case "rev 0":
+			s.Rev = new(uint32)
+		case "snapshot":
+			s.Snapshot = "before"
+		}
+		info, data, err := c.Cat(ctx, "bin", s)
+		if err != nil || !bytes.Equal(data, want) || info.Size != uint64(len(want)) {
+			t.Errorf("cat %s: %d bytes (%+v), %v", spec, len(data), info, err)
+		}
+	}
+	info, err := c.Restore(ctx, "/bin", 0)
+	mustDo(t, err)
+	if int(info.Rev) != n || info.P2 == nil || info.P2.Rev != 0 || info.P1 == nil || int(info.P1.Rev) != n-1 || info.Base != "dedup" {
+		t.Fatalf("restore: %+v", info)
+	}
+	if b, err := os.ReadFile(l.mnt + "/bin"); err != nil || !bytes.Equal(b, v0) {
+		t.Fatalf("live file after restore: %d bytes, %v", len(b), err)
+	}
+	checkHistoryErrors(t, c, l.mnt)
+	mounted, err := c.Stats(ctx)
+	mustDo(t, err)
+	l.stop(t)
+
+	off := connect(t, store, false)
+	lg2, err := off.Log(ctx, "bin")
+	if err != nil || revNums(lg2) != revNums(lg)+fmt.Sprintf("%d:dedup:[] ", n) {
+		t.Fatalf("offline log %q, %v; mounted %q", revNums(lg2), err, revNums(lg))
+	}
+	info, err = off.Restore(ctx, "bin", uint32(n-1))
+	if err != nil || int(info.Rev) != n+1 || int(info.P2.Rev) != n-1 {
+		t.Fatalf("offline restore: %+v, %v", info, err)
+	}
+	if _, data, err := off.Cat(ctx, "bin", RevSpec{}); err != nil || !bytes.Equal(data, v1) {
+		t.Fatalf("offline cat after restore: %d bytes, %v", len(data), err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(store, liveDir, "bin")); !bytes.Equal(b, v1) {
+		t.Fatalf("live file after the offline restore: %d bytes", len(b))
+	}
+	checkHistoryErrors(t, off, store)
+	offStats, err := off.Stats(ctx)
+	mustDo(t, err)
+	if !mounted.Mounted || offStats.Mounted || offStats.Revisions != mounted.Revisions+1 {
+		t.Errorf("stats: mounted %+v, offline %+v", mounted, offStats)
+	}
+}
+
+// checkHistoryErrors checks the error kinds of bad history requests.
+func checkHistoryErrors(t *testing.T, c Controller, root string) {
+	t.Helper()
+	ctx := context.Background()
+	mustDo(t, os.MkdirAll(filepath.Join(root, "somedir"), 0o755))
+	nine := uint32(9)
+	for name, tc := range map[string]struct {
+		path string
+		spec RevSpec
+		want error
+	}{
+		"dir":           {"somedir", RevSpec{}, ErrIsDir},
+		"missing":       {"nosuch", RevSpec{}, index.ErrNotFound},
+		"rev":           {"bin", RevSpec{Rev: &nine}, index.ErrNotFound},
+		"snapshot":      {"bin", RevSpec{Snapshot: "nosuch"}, index.ErrNotFound},
+		"in .snapshots": {".snapshots/before/bin", RevSpec{}, ErrNoHistory},
+	} {
+		if _, _, err := c.Cat(ctx, tc.path, tc.spec); !errors.Is(err, tc.want) {
+			t.Errorf("cat %s: %v, want %v", name, err, tc.want)
+		}
+	}
+	if _, err := c.Log(ctx, "somedir"); !errors.Is(err, ErrIsDir) {
+		t.Errorf("log of a directory: %v", err)
+	}
+	if _, err := c.Restore(ctx, "bin", 9); !errors.Is(err, index.ErrNotFound) {
+		t.Errorf("restore of a missing revision: %v", err)
+	}
+}

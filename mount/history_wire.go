@@ -1,0 +1,74 @@
+package mount
+
+import (
+	"time"
+
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/objstore"
+)
+
+// What "deltafs log", "cat" and "restore" exchange with a mount (and print
+// with --json). The JSON names are stable.
+
+// RevRef names a revision of a store file.
+type RevRef struct {
+	File uint64 `json:"file"`
+	Rev  uint32 `json:"rev"`
+}
+
+func refOf(id index.RevID) *RevRef {
+	if id.IsNull() {
+		return nil
+	}
+	return &RevRef{File: uint64(id.File), Rev: uint32(id.Rev)}
+}
+
+// RevInfo is one revision of a file.
+type RevInfo struct {
+	Rev    uint32    `json:"rev"`
+	Time   time.Time `json:"time"`
+	Size   uint64    `json:"size"`   // fulltext length
+	Base   string    `json:"base"`   // base kind: full, p1, p2, snapshot, hint, intermediate, dedup, reused
+	Chain  uint32    `json:"chain"`  // deltas applied to rebuild it
+	Stored uint32    `json:"stored"` // bytes of its own record
+	// BaseRev is the delta base (or dedup target); absent for a fulltext.
+	BaseRev *RevRef  `json:"base_rev,omitempty"`
+	P1      *RevRef  `json:"p1,omitempty"`
+	P2      *RevRef  `json:"p2,omitempty"`
+	Flags   []string `json:"flags,omitempty"`
+	// Snapshots are the snapshots holding this revision (log only).
+	Snapshots []string `json:"snapshots,omitempty"`
+}
+
+// flagNames are the index flags as RevInfo names them.
+var flagNames = []struct {
+	f    index.Flags
+	name string
+}{{index.FlagZstd, "zstd"}, {index.FlagDelta, "delta"}, {index.FlagHashDeferred, "hash_deferred"}}
+
+func infoOfRev(r objstore.Revision) RevInfo {
+	i := RevInfo{
+		Rev: uint32(r.Rev), Time: r.Time, Size: r.Size, Base: r.Kind.String(), Chain: r.ChainLen,
+		Stored: r.Stored, BaseRev: refOf(r.Base), P1: refOf(r.P1), P2: refOf(r.P2),
+	}
+	for _, fn := range flagNames {
+		if r.Flags&fn.f != 0 {
+			i.Flags = append(i.Flags, fn.name)
+		}
+	}
+	return i
+}
+
+// FileLog is the history of one live file, oldest revision first.
+type FileLog struct {
+	Path      string    `json:"path"` // relative to the tree root
+	File      uint64    `json:"file"` // the store's FileID
+	Revisions []RevInfo `json:"revisions"`
+}
+
+// RevSpec picks a revision: by number, by the snapshot holding it, or
+// (neither set) the newest.
+type RevSpec struct {
+	Rev      *uint32 `json:"rev,omitempty"`
+	Snapshot string  `json:"snapshot,omitempty"`
+}

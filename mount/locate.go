@@ -1,0 +1,46 @@
+package mount
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ErrNoStore matches a path that is neither a store nor inside a deltafs
+// mount (or, for Locate, inside a store's live directory).
+var ErrNoStore = errors.New("not a deltafs store, nor inside a deltafs mount")
+
+// Locate finds the file at path for the history commands: the store that
+// holds it and its path relative to the tree root (slash-separated). path
+// is inside a deltafs mount (relative to its mount point) or inside an
+// unmounted store's live directory (STORE/live/...). A final symlink is
+// not followed; the directories leading to it are.
+func Locate(path string) (store, rel string, err error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", "", fmt.Errorf("%s: %w", path, err)
+	}
+	dir, base := filepath.Split(abs)
+	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+		return "", "", fmt.Errorf("%s: %w", path, err)
+	}
+	abs = filepath.Join(dir, base)
+	if mnt, src := containingMount(abs); mnt != "" {
+		if !filepath.IsAbs(src) || !exists(filepath.Join(src, "FORMAT")) {
+			return "", "", fmt.Errorf("%s: the deltafs mount on %s does not name its store", abs, mnt)
+		}
+		rel, err := filepath.Rel(mnt, abs)
+		return src, filepath.ToSlash(rel), err
+	}
+	for d := abs; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if filepath.Base(d) == liveDir && exists(filepath.Join(filepath.Dir(d), "FORMAT")) {
+			rel, err := filepath.Rel(d, abs)
+			return filepath.Dir(d), filepath.ToSlash(rel), err
+		}
+	}
+	if _, err := os.Lstat(abs); err != nil {
+		return "", "", fmt.Errorf("%s: %w", path, err)
+	}
+	return "", "", fmt.Errorf("%s: %w (give the store with --store)", abs, ErrNoStore)
+}
