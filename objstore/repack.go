@@ -46,6 +46,15 @@ func Repack(ctx context.Context, dir string, opt RepackOptions) (RepackReport, e
 	if err := recoverRepack(dir, opt.Logger); err != nil {
 		return RepackReport{}, err
 	}
+	rep, err := repackLocked(ctx, dir, opt, lock)
+	rep.Duration = time.Since(start)
+	return rep, err
+}
+
+// repackLocked repacks the store in dir, whose lock the caller holds and
+// whose interrupted switch it has completed (Repack, GC).
+func repackLocked(ctx context.Context, dir string, opt RepackOptions, lock *storeLock) (RepackReport, error) {
+	start := time.Now()
 	if opt.MemoryLimit > 0 {
 		// A soft limit makes the collector work harder near it rather than
 		// let garbage texts push the process past it.
@@ -105,6 +114,7 @@ type RepackOptions struct {
 	Logger      *slog.Logger
 	SegmentSize int64 // new segments roll past this; default DefaultSegmentSize
 
+	keep        *gcPlan                 // gc: the revisions kept; nil keeps all
 	commitEvery int                     // revisions per shadow commit (tests make it small)
 	stopAt      func(step string) error // test hook: end the switch after a step, as a crash would
 }
@@ -288,6 +298,9 @@ func (rp *repacker) run(ctx context.Context) (RepackReport, error) {
 	rep, err := rp.begin(ctx)
 	if err == nil {
 		err = rp.repackFiles(ctx, &rep)
+	}
+	if err == nil && rp.opt.keep != nil {
+		err = rp.checkKept(ctx)
 	}
 	if err == nil {
 		err = writeSwitch(rp.dir)

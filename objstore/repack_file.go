@@ -50,11 +50,18 @@ func (rp *repacker) repackFile(ctx context.Context, j fileJob) error {
 	var b *batch
 	var n int
 	var written uint64
-	for rev := index.Rev(sm.Revs); uint32(rev) < j.meta.Revs; rev++ {
+	for rev := rp.firstRev(sm); uint32(rev) < j.meta.Revs; rev++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if b, err = rp.repackRev(ctx, fw, index.RevID{File: j.id, Rev: rev}, &written); err != nil {
+		id := index.RevID{File: j.id, Rev: rev}
+		if skip, err := rp.gcSkip(id, sm); skip || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if b, err = rp.repackRev(ctx, fw, id, &written); err != nil {
 			return fmt.Errorf("revision %d of file %d: %w", rev, j.id, err)
 		}
 		if n++; n%rp.opt.commitEvery == 0 || written >= repackCommitBytes {
@@ -64,6 +71,12 @@ func (rp *repacker) repackFile(ctx context.Context, j fileJob) error {
 			n, written = 0, 0
 			rp.checkMemory()
 		}
+	}
+	if rp.opt.keep != nil && fw.meta.Revs < j.meta.Revs {
+		// The file's last revisions were left out: record that it is
+		// done all the same.
+		fw.meta.Revs = j.meta.Revs
+		b = rp.shadow.enqueueMeta(j.id, fw.meta)
 	}
 	if b != nil {
 		if err := rp.commit(b, n); err != nil {
@@ -106,8 +119,8 @@ func (rp *repacker) repackRev(ctx context.Context, fw *fileWork, id index.RevID,
 		ne.Seg, ne.Off, ne.Stored = seg, off, uint32(len(rec))
 		*written += uint64(len(rec))
 	}
-	fw.meta.Revs++
-	if ne.Kind.IsSnapshot() {
+	fw.meta.Revs = max(fw.meta.Revs, uint32(id.Rev)+1) // gc may leave revisions out
+	if ne.Kind.IsSnapshot() && (!fw.meta.HasSnap || ne.Rev > fw.meta.LastSnap) {
 		fw.meta.LastSnap, fw.meta.HasSnap = ne.Rev, true
 	}
 	b := s.enqueue(ne, fw.meta)

@@ -95,7 +95,11 @@ func removeShadow(sdir string) error {
 
 // shadowOptions are the options whose change makes a shadow unusable.
 func shadowOptions(o RepackOptions) string {
-	return fmt.Sprintf("window %d\nmax-chain %d\nmax-read-ratio %g\nreuse %v\n", o.Window, o.MaxChain, o.MaxReadRatio, o.Reuse)
+	s := fmt.Sprintf("window %d\nmax-chain %d\nmax-read-ratio %g\nreuse %v\n", o.Window, o.MaxChain, o.MaxReadRatio, o.Reuse)
+	if o.keep != nil {
+		s += gcMark
+	}
+	return s
 }
 
 // writeFileSync writes a small file durably (temp, fsync, rename, fsync dir).
@@ -195,13 +199,21 @@ func copyShadow(dir, sdir string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	gc := isGCShadow(sdir)
 	return sdb.Files(nil, func(f index.FileID, sm index.FileMeta) error {
 		lm, err := ldb.File(f)
 		if err != nil {
 			return err
 		}
 		lm.LastSnap, lm.HasSnap = sm.LastSnap, sm.HasSnap
-		return copyFile(ldb, sdb, f, lm, tail)
+		if err := copyFile(ldb, sdb, f, lm, tail); err != nil || !gc {
+			return err
+		}
+		if err := deleteRemoved(ldb, sdb, f); err != nil {
+			return err
+		}
+		// A file with no kept revision has had no entry to carry its record.
+		return ldb.Commit(&index.Batch{Files: map[index.FileID]index.FileMeta{f: lm}, Tail: tail})
 	})
 }
 

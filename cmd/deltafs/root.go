@@ -49,7 +49,7 @@ func newRootCmd() *cobra.Command {
 		return &usageError{err: err}
 	})
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
-	root.AddCommand(newVersionCmd(), newDeltaCmd(), newMountCmd(), newUmountCmd(), newRepackCmd(), newVerifyCmd(), newSnapshotCmd(), newStatsCmd(), newLogCmd(), newCatCmd(), newRestoreCmd())
+	root.AddCommand(newVersionCmd(), newDeltaCmd(), newMountCmd(), newUmountCmd(), newRepackCmd(), newGCCmd(), newVerifyCmd(), newSnapshotCmd(), newStatsCmd(), newLogCmd(), newCatCmd(), newRestoreCmd())
 	return root
 }
 

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestGCCLI is the user's story with the built binary and a real mount: a
+// file deleted after a snapshot and one deleted before any; gc refuses
+// the mounted store; unmounted, it removes what only the deleted file
+// held, keeps what the snapshot holds until the snapshot is deleted, and
+// the store verifies clean after each step.
+func TestGCCLI(t *testing.T) {
+	dir := t.TempDir()
+	store, mnt := filepath.Join(dir, "work.dfs"), filepath.Join(dir, "work")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := startMount(t, store, mnt)
+	noise := func(n int) []byte {
+		b := make([]byte, n)
+		rand.Read(b)
+		return b
+	}
+	for i := range 3 {
+		writeFile(t, mnt, "notes.txt", []byte(strings.Repeat("notes, version ", 100+i)))
+	}
+	writeFile(t, mnt, "held.bin", noise(200_000))
+	time.Sleep(1500 * time.Millisecond) // past the new-file hold-back: recorded
+	if err := os.Mkdir(filepath.Join(mnt, ".snapshots", "s1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, mnt, "scratch.bin", noise(300_000))
+	time.Sleep(1500 * time.Millisecond)
+	for _, name := range []string{"held.bin", "scratch.bin"} {
+		if err := os.Remove(filepath.Join(mnt, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cli := func(want int, args ...string) string {
+		t.Helper()
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if code := exitStatus(err); code != want {
+			t.Fatalf("deltafs %v: exit %d, want %d\n%s", args, code, want, out)
+		}
+		return string(out)
+	}
+	if out := cli(exitStoreLocked, "gc", store); !strings.Contains(out, mnt) || strings.Count(out, "\n") != 1 {
+		t.Errorf("gc of a mounted store: %q does not name the mount point %s in one line", out, mnt)
+	}
+	p.stop(t, syscall.SIGTERM)
+
+	gc := func(args ...string) map[string]any {
+		t.Helper()
+		var rep map[string]any
+		out := cli(exitOK, append([]string{"gc", "--json"}, append(args, store)...)...)
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("gc --json: %v\n%s", err, out)
+		}
+		return rep
+	}
+	dry := gc("--dry-run")
+	if dry["removed"] != 1.0 || dry["reclaimed"] != 0.0 || dry["live_files"] != 1.0 {
+		t.Fatalf("dry run: %v", dry)
+	}
+	rep := gc()
+	if rep["removed"] != 1.0 || rep["reclaimed"].(float64) < 250_000 {
+		t.Fatalf("gc: want scratch.bin's revision removed and its 300 kB reclaimed: %v", rep)
+	}
+	cli(exitOK, "verify", store)
+	cli(exitOK, "snapshot", "delete", store, "s1")
+	rep = gc()
+	if rep["removed"] != 1.0 || rep["reclaimed"].(float64) < 150_000 {
+		t.Fatalf("gc after deleting s1: want held.bin's revision removed: %v", rep)
+	}
+	cli(exitOK, "verify", store)
+	if out := cli(exitOK, "gc", store); !strings.Contains(out, "removed 0 of") {
+		t.Errorf("third gc: %q", out)
+	}
+	// The live file reads back through a new mount.
+	p = startMount(t, store, mnt)
+	b, err := os.ReadFile(filepath.Join(mnt, "notes.txt"))
+	if err != nil || string(b) != strings.Repeat("notes, version ", 102) {
+		t.Errorf("notes.txt after gc: %d bytes, %v", len(b), err)
+	}
+	p.stop(t, syscall.SIGTERM)
+}
+
+func TestGCCommandErrors(t *testing.T) {
+	dir := makeStore(t, 1, 3)
+	requireOneErrorLine(t, runCLI(t, nil, "gc", t.TempDir()), exitNotStore, "not a deltafs store")
+	for want, args := range map[string][]string{
+		`bad duration "soon"`: {"gc", "--keep-within", "soon", dir},
+		`bad duration "-1d"`:  {"gc", "--keep-within", "-1d", dir},
+		"expects 1 arguments": {"gc"},
+	} {
+		requireOneErrorLine(t, runCLI(t, nil, args...), exitUsage, want)
+	}
+	for in, want := range map[string]time.Duration{"36h": 36 * time.Hour, "30d": 30 * 24 * time.Hour, "2w": 14 * 24 * time.Hour, "1.5d": 36 * time.Hour} {
+		if got, err := parseDuration(in); err != nil || got != want {
+			t.Errorf("parseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+}
