@@ -123,6 +123,9 @@ func (n *viewNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 }
 
 func (n *viewNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if sz, errno, ok := n.exclusiveXattr(ctx, attr, dest); ok {
+		return sz, errno
+	}
 	for _, x := range n.e.Xattrs {
 		if x.Name == attr {
 			if len(dest) < len(x.Value) {

@@ -37,7 +37,7 @@ var (
 
 // Request is one control call: one JSON object per line.
 type Request struct {
-	Op   string `json:"op"` // "create", "list", "delete", "rename", "stats", "log", "cat", "restore"
+	Op   string `json:"op"` // "create", "list", "delete", "rename", "stats", "usage", "log", "cat", "restore"
 	Name string `json:"name,omitempty"`
 	To   string `json:"to,omitempty"`
 	// Path names a file for log, cat and restore: relative to the tree
@@ -57,7 +57,8 @@ type Response struct {
 	Revision  *RevInfo       `json:"revision,omitempty"`
 	// DataBytes says that this many raw bytes (cat's content) follow the
 	// response's line on the socket.
-	DataBytes int64 `json:"data_bytes,omitempty"`
+	DataBytes int64                    `json:"data_bytes,omitempty"`
+	Usages    []objstore.SnapshotUsage `json:"usages,omitempty"`
 }
 
 // SnapshotInfo describes one snapshot to the CLI.
@@ -109,6 +110,8 @@ type Controller interface {
 	DeleteSnapshot(ctx context.Context, name string) error
 	RenameSnapshot(ctx context.Context, from, to string) error
 	Stats(ctx context.Context) (Stats, error)
+	// SnapshotUsages says what each snapshot alone holds.
+	SnapshotUsages(ctx context.Context) ([]objstore.SnapshotUsage, error)
 	// Log lists every revision of a file, oldest first.
 	Log(ctx context.Context, path string) (FileLog, error)
 	// Cat returns the revision spec picks and its content.
@@ -252,6 +255,8 @@ func (s *controlServer) do(req Request) (Response, []byte) {
 		err = s.c.DeleteSnapshot(ctx, req.Name)
 	case "rename":
 		err = s.c.RenameSnapshot(ctx, req.Name, req.To)
+	case "usage":
+		resp.Usages, err = s.c.SnapshotUsages(ctx)
 	case "stats":
 		var st Stats
 		if st, err = s.c.Stats(ctx); err == nil {

@@ -1,16 +1,12 @@
 package mount
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
-	"golang.org/x/sys/unix"
 )
 
 // LiveFiles returns the store files the live tree of the store in dir
@@ -23,7 +19,7 @@ import (
 // may have started a new store identity, and the history of its old one
 // then counts as a deleted file's.
 func LiveFiles(dir string) (map[index.FileID]bool, error) {
-	ids, err := readIDs(filepath.Join(dir, idsFile))
+	ids, err := readIDs(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -39,11 +35,14 @@ func LiveFiles(dir string) (map[index.FileID]bool, error) {
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		var id dfs.FileID
-		if n, err := unix.Lgetxattr(path, dfs.XattrID, id[:]); err != nil || n != len(id) {
-			return nil // never recorded
+		id, err := readFileID(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed meanwhile (a mount's live tree changes)
 		}
-		if f, ok := ids[id]; ok {
+		if err != nil {
+			return err
+		}
+		if f, ok := ids[id]; ok && !id.IsZero() {
 			live[f] = true
 		}
 		return nil
@@ -52,22 +51,4 @@ func LiveFiles(dir string) (map[index.FileID]bool, error) {
 		return nil, fmt.Errorf("live files of %s: %w", dir, err)
 	}
 	return live, nil
-}
-
-// readIDs reads the id map of live.ids (a missing file is an empty map).
-func readIDs(path string) (map[dfs.FileID]index.FileID, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[dfs.FileID]index.FileID{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	ids := make(map[dfs.FileID]index.FileID, len(b)/idRecordLen)
-	for ; len(b) >= idRecordLen; b = b[idRecordLen:] {
-		var id dfs.FileID
-		copy(id[:], b)
-		ids[id] = index.FileID(binary.BigEndian.Uint64(b[16:]))
-	}
-	return ids, nil
 }

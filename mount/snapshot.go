@@ -33,6 +33,8 @@ type snapshotter struct {
 	// prepare returns the files open for writing; nil when offline.
 	prepare func(ctx context.Context) ([]fs.Touch, error)
 
+	usage usageCache // per-snapshot usage, dropped by every change to the list
+
 	mu     sync.Mutex // guards the cache
 	cached []index.Snapshot
 	byName map[string]int // index into cached
@@ -40,8 +42,9 @@ type snapshotter struct {
 }
 
 var (
-	_ fs.Snapshots = (*snapshotter)(nil)
-	_ Controller   = controller{}
+	_ fs.Snapshots     = (*snapshotter)(nil)
+	_ Controller       = controller{}
+	_ fs.SnapshotSizer = (*snapshotter)(nil)
 )
 
 func newSnapshotter(st *objstore.Store, b *fs.TreeBuilder, revs fs.Revisions, log *slog.Logger) *snapshotter {
@@ -140,6 +143,7 @@ func (s *snapshotter) Rename(ctx context.Context, from, to string) error {
 
 // edit applies fn to the cached list, if there is one.
 func (s *snapshotter) edit(fn func([]index.Snapshot) []index.Snapshot) {
+	s.usage.invalidate()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.valid {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/deltafs/deltafs/index"
 	"github.com/deltafs/deltafs/mount"
+	"github.com/deltafs/deltafs/objstore"
 	"github.com/spf13/cobra"
 )
 
@@ -17,7 +19,7 @@ import (
 func newSnapshotCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "snapshot",
-		Short: "Create, list, delete and rename snapshots of a store",
+		Short: "Create, list, delete, rename and prune snapshots of a store",
 		Long: `Snapshots are read-only copies of the whole tree, shown under
 MOUNTPOINT/.snapshots/NAME. Each command takes the store directory, or any
 path inside a deltafs mount; a mounted store is reached through its
@@ -26,7 +28,7 @@ unmounted one is opened directly.`,
 		Args: noSubcommand,
 		RunE: showHelp,
 	}
-	cmd.AddCommand(newSnapCreateCmd(), newSnapListCmd(), newSnapDeleteCmd(), newSnapRenameCmd())
+	cmd.AddCommand(newSnapCreateCmd(), newSnapListCmd(), newSnapDeleteCmd(), newSnapRenameCmd(), newSnapPruneCmd())
 	return cmd
 }
 
@@ -73,34 +75,58 @@ func newSnapListCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list STORE|PATH",
-		Short: "List snapshots, oldest first: name and UTC time",
-		Args:  exactArgs(1),
+		Short: "List snapshots, oldest first: name, UTC time and the bytes only it holds",
+		Long: `List snapshots, oldest first: name, UTC time, and the bytes only that
+snapshot holds: the stored size of the revisions no other snapshot
+references and that are not a live file's newest revision. That is what
+deleting it lets 'deltafs gc --prune-unsnapshotted' free; the default gc
+keeps live files' history, so it frees only the part of deleted files.`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withController(cmd, args[0], true, func(c mount.Controller) error {
 				list, err := c.ListSnapshots(cmd.Context())
 				if err != nil {
 					return err
 				}
-				return printSnapshots(cmd.OutOrStdout(), list, asJSON)
+				usage, err := c.SnapshotUsages(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return printSnapshots(cmd.OutOrStdout(), list, usage, asJSON)
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of {id, name, time}")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of {id, name, time, exclusive_bytes, exclusive_revisions}")
 	return cmd
 }
 
-func printSnapshots(w io.Writer, list []index.Snapshot, asJSON bool) error {
+// snapshotRow is one snapshot as "snapshot list --json" prints it.
+type snapshotRow struct {
+	mount.SnapshotInfo
+	ExclusiveBytes     uint64 `json:"exclusive_bytes"`
+	ExclusiveRevisions int64  `json:"exclusive_revisions"`
+}
+
+// printSnapshots prints one line per snapshot: name, UTC time and the
+// bytes only it holds (what deleting it would free).
+func printSnapshots(w io.Writer, list []index.Snapshot, usage []objstore.SnapshotUsage, asJSON bool) error {
+	byID := make(map[index.SnapshotID]objstore.SnapshotUsage, len(usage))
+	for _, u := range usage {
+		byID[u.ID] = u
+	}
 	if asJSON {
-		out := make([]mount.SnapshotInfo, len(list))
+		out := make([]snapshotRow, len(list))
 		for i, s := range list {
-			out[i] = mount.SnapshotInfo{ID: uint64(s.ID), Name: s.Name, Time: time.Unix(0, s.Time).UTC()}
+			u := byID[s.ID]
+			out[i] = snapshotRow{SnapshotInfo: mount.SnapshotInfo{ID: uint64(s.ID), Name: s.Name, Time: time.Unix(0, s.Time).UTC()},
+				ExclusiveBytes: u.ExclusiveBytes, ExclusiveRevisions: u.ExclusiveRevs}
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
 	for _, s := range list {
-		if _, err := fmt.Fprintf(w, "%s\t%s\n", s.Name, snapTime(s)); err != nil {
+		if _, err := fmt.Fprintf(w, "%s\t%s\t%s\n", s.Name, snapTime(s), humanBytes(byID[s.ID].ExclusiveBytes)); err != nil {
 			return err
 		}
 	}
@@ -138,4 +164,102 @@ func newSnapRenameCmd() *cobra.Command {
 			})
 		},
 	}
+}
+
+// pruneFlags are the options of "deltafs snapshot prune".
+type pruneFlags struct {
+	r      mount.Retention
+	dryRun bool
+	json   bool
+}
+
+func newSnapPruneCmd() *cobra.Command {
+	var fl pruneFlags
+	cmd := &cobra.Command{
+		Use:   "prune STORE|PATH --keep-last N --keep-daily N --keep-weekly N",
+		Short: "Delete the snapshots no retention rule keeps",
+		Long: `Delete the snapshots that no rule keeps, as restic and borg do; walking
+the snapshots newest first:
+  --keep-last N    keeps the N newest snapshots;
+  --keep-daily N   keeps the newest snapshot of each of the N most recent
+                   days that have snapshots (UTC days);
+  --keep-weekly N  the same for ISO weeks (UTC, from Monday).
+A snapshot any rule keeps stays. At least one rule is required. Each
+snapshot is printed with what happens to it and why; --dry-run changes
+nothing. Deleting snapshots frees no space by itself: 'deltafs gc'
+removes what only they held (see 'deltafs snapshot list' for how much).`,
+		Example: `  deltafs snapshot prune ~/work --keep-last 5 --keep-daily 7 --keep-weekly 4
+  deltafs snapshot prune ~/work.dfs --keep-daily 30 --dry-run`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if fl.r.Last < 0 || fl.r.Daily < 0 || fl.r.Weekly < 0 {
+				return usageErrorf("--keep-last, --keep-daily and --keep-weekly must not be negative")
+			}
+			if fl.r.IsZero() {
+				return usageErrorf("no retention rule: give --keep-last, --keep-daily or --keep-weekly (prune never deletes every snapshot)")
+			}
+			return withController(cmd, args[0], fl.dryRun, func(c mount.Controller) error {
+				return runPrune(cmd, c, fl)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&fl.r.Last, "keep-last", 0, "keep the `N` newest snapshots")
+	f.IntVar(&fl.r.Daily, "keep-daily", 0, "keep the newest snapshot of each of the last `N` days with snapshots")
+	f.IntVar(&fl.r.Weekly, "keep-weekly", 0, "keep the newest snapshot of each of the last `N` weeks with snapshots")
+	f.BoolVar(&fl.dryRun, "dry-run", false, "say what would be deleted; delete nothing")
+	f.BoolVar(&fl.json, "json", false, "print a JSON array of {id, name, time, keep, reasons}")
+	return cmd
+}
+
+// pruneRow is one snapshot as "snapshot prune --json" prints it.
+type pruneRow struct {
+	mount.SnapshotInfo
+	Keep    bool     `json:"keep"`
+	Reasons []string `json:"reasons"`
+}
+
+// runPrune plans, prints each decision and deletes (unless a dry run).
+func runPrune(cmd *cobra.Command, c mount.Controller, fl pruneFlags) error {
+	list, err := c.ListSnapshots(cmd.Context())
+	if err != nil {
+		return err
+	}
+	plan := mount.PlanPrune(list, fl.r)
+	w := cmd.OutOrStdout()
+	rows := make([]pruneRow, 0, len(plan))
+	removed := 0
+	for _, d := range plan {
+		s := d.Snapshot
+		rows = append(rows, pruneRow{SnapshotInfo: mount.SnapshotInfo{ID: uint64(s.ID), Name: s.Name, Time: time.Unix(0, s.Time).UTC()},
+			Keep: d.Keep, Reasons: append([]string{}, d.Reasons...)})
+		if d.Keep {
+			if !fl.json {
+				fmt.Fprintf(w, "keep    %s\t%s\t(%s)\n", s.Name, snapTime(s), strings.Join(d.Reasons, ", "))
+			}
+			continue
+		}
+		removed++
+		if !fl.dryRun {
+			if err := c.DeleteSnapshot(cmd.Context(), s.Name); err != nil {
+				return err
+			}
+		}
+		if !fl.json {
+			verb := "remove "
+			if fl.dryRun {
+				verb = "would remove"
+			}
+			fmt.Fprintf(w, "%s %s\t%s\n", verb, s.Name, snapTime(s))
+		}
+	}
+	if fl.json {
+		return writeJSON(w, rows)
+	}
+	verb := "removed"
+	if fl.dryRun {
+		verb = "would remove"
+	}
+	fmt.Fprintf(w, "%d snapshots: kept %d, %s %d\n", len(plan), len(plan)-removed, verb, removed)
+	return nil
 }
