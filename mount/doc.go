@@ -39,6 +39,15 @@
 // store file that the live file at PATH maps to (its live identity, then
 // live.ids), after the recorder has recorded that file's changes closed
 // before the call (Recorder.Flush); it reads that file's index rows only.
+// "deltafs log", "cat" and "restore" (history.go) resolve a path the same
+// way (history_ids.go; offline from live.ids) and are served on the
+// control socket by the historian, or by the Offline store directly: log
+// adds the snapshots holding each revision (one reference-set probe per
+// snapshot), cat sends the revision's bytes raw after its answer, and a
+// restore in a mount writes the old content through the mount point and
+// fsyncs, so that the live tree, its caches and the recorder see an
+// ordinary write; the sink records it as a fulltext put whose second
+// parent is the revision restored (usually a dedup of it).
 //
 // Recording: fs reports a Change when the last writable handle of a file
 // closes (or on fsync); the Recorder queues it and one background
