@@ -201,17 +201,18 @@ func (r h2Result) targets() Table {
 	t := Table{Title: "H2 targets", Header: []string{"target", "measured", "met"}}
 	for m, mode := range r.modes {
 		row := r.rows[m]
-		wall, cpu := 0.0, 0.0
+		first, wall, cpu := 0.0, 0.0, 0.0
 		for _, h := range row {
+			first = max(first, float64(h.first.Wall)/float64(row[2].first.Wall))
 			wall = max(wall, float64(h.sum.Wall)/float64(row[2].sum.Wall))
 			cpu = max(cpu, float64(h.cpu())/float64(max(row[2].cpu(), 1)))
 		}
 		met := "yes"
-		if max(wall, cpu) >= h2Target {
+		if max(first, wall, cpu) >= h2Target {
 			met = "no"
 		}
 		t.Add(fmt.Sprintf("%s: any revision under %.0fx the newest", mode, h2Target),
-			fmt.Sprintf("worst %.2fx (wall p50), %.2fx (CPU p50)", wall, cpu), met)
+			fmt.Sprintf("worst %.2fx (first call), %.2fx (wall p50), %.2fx (CPU p50)", first, wall, cpu), met)
 	}
 	return t
 }

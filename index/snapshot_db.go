@@ -273,3 +273,23 @@ func (db *DB) EachSnapshotRefs(ctx context.Context, fn func(id SnapshotID, r *Re
 	}
 	return nil
 }
+
+// EachSnapshotRawRefs is EachSnapshotRefs without decoding the sets: fn
+// gets each set's checked bytes, to probe with RawRefs.FileRevs; it must
+// not keep them.
+func (db *DB) EachSnapshotRawRefs(ctx context.Context, fn func(id SnapshotID, r RawRefs) error) error {
+	err := db.scan(ctx, prefixSnapRefs, true, func(k, v []byte) error {
+		if len(k) != len(prefixSnapRefs)+8 {
+			return fmt.Errorf("%w: reference set key %x", ErrDecode, k)
+		}
+		r, err := rawRefs(v)
+		if err != nil {
+			return fmt.Errorf("key %x: %w", k, err)
+		}
+		return fn(SnapshotID(beUint64(k[len(prefixSnapRefs):])), r)
+	})
+	if err != nil {
+		return fmt.Errorf("index: reference sets: %w", err)
+	}
+	return nil
+}

@@ -2,11 +2,11 @@ package objstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
 
-	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/deltafs/deltafs/index"
 )
 
@@ -15,14 +15,9 @@ import (
 // its own r/<file> rows, so listing them costs what that file has,
 // whatever else the store holds. Which snapshots hold a revision is
 // answered from the snapshots' reference sets (index.RefKey: Rev<<32 |
-// File), one probe per snapshot, never by walking a tree.
-//
-// A snapshot names at most one revision of a store file: it is built from
-// the live tree, where a store file is one live inode (hard links share
-// it). So the revision a snapshot holds is found by probing the one
-// revision that was newest when the snapshot was taken, and only when
-// that misses (the file was absent then, or a revision committed during
-// the snapshot's build) by intersecting with all of the file's revisions.
+// File), never by walking a tree: one pass over the stored sets, each
+// probed in its bytes for the one file (index.RawRefs), a few
+// microseconds a snapshot.
 
 // Revision is one revision of a file as history views show it.
 type Revision struct {
@@ -79,7 +74,8 @@ func (s *Store) Revision(id index.RevID) (Revision, error) {
 
 // Holding returns, for every revision of hist (file f's History, oldest
 // first), the snapshots that hold it, in creation order: out[i] belongs
-// to hist[i]. It reads each snapshot's reference set once.
+// to hist[i]. It walks each snapshot's reference set once, in its stored
+// bytes (index.RawRefs), reading only the containers that can hold f.
 func (s *Store) Holding(ctx context.Context, f index.FileID, hist []Revision) ([][]index.Snapshot, error) {
 	out := make([][]index.Snapshot, len(hist))
 	if len(hist) == 0 {
@@ -89,16 +85,12 @@ func (s *Store) Holding(ctx context.Context, f index.FileID, hist []Revision) ([
 	if err := s.idx.Snapshots(ctx, func(sn index.Snapshot) error { byID[sn.ID] = sn; return nil }); err != nil {
 		return nil, err
 	}
-	p := newProbe(f, hist)
-	err := s.idx.EachSnapshotRefs(ctx, func(id index.SnapshotID, r *index.Refs) error {
+	err := s.eachHolding(ctx, f, func(id index.SnapshotID, rev index.Rev) {
 		sn, ok := byID[id]
-		if !ok { // deleted between the two scans
-			return nil
-		}
-		if i, ok := p.held(r, sn.Time); ok {
+		i := sort.Search(len(hist), func(i int) bool { return hist[i].Rev >= rev })
+		if ok && i < len(hist) && hist[i].Rev == rev { // else deleted, or newer than hist
 			out[i] = append(out[i], sn)
 		}
-		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("objstore: snapshots holding file %d: %w", f, err)
@@ -106,19 +98,34 @@ func (s *Store) Holding(ctx context.Context, f index.FileID, hist []Revision) ([
 	return out, nil
 }
 
+// eachHolding calls fn for every snapshot and revision of f it holds, in
+// snapshot creation order.
+func (s *Store) eachHolding(ctx context.Context, f index.FileID, fn func(index.SnapshotID, index.Rev)) error {
+	var revs []index.Rev
+	err := s.idx.EachSnapshotRawRefs(ctx, func(id index.SnapshotID, r index.RawRefs) error {
+		var err error
+		if revs, err = r.FileRevs(revs[:0], f); err != nil {
+			return err
+		}
+		for _, rev := range revs {
+			fn(id, rev)
+		}
+		return nil
+	})
+	if errors.Is(err, index.ErrDecode) {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return err
+}
+
 // SnapshotsHolding returns the snapshots that hold revision id, in
 // creation order.
 func (s *Store) SnapshotsHolding(ctx context.Context, id index.RevID) ([]index.Snapshot, error) {
-	k, err := index.RefKey(id)
-	if err != nil {
-		return nil, err
-	}
 	var ids []index.SnapshotID
-	err = s.idx.EachSnapshotRefs(ctx, func(sid index.SnapshotID, r *index.Refs) error {
-		if r.Contains(k) {
+	err := s.eachHolding(ctx, id.File, func(sid index.SnapshotID, rev index.Rev) {
+		if rev == id.Rev {
 			ids = append(ids, sid)
 		}
-		return nil
 	})
 	if err != nil || len(ids) == 0 {
 		return nil, err
@@ -134,8 +141,9 @@ func (s *Store) SnapshotsHolding(ctx context.Context, id index.RevID) ([]index.S
 }
 
 // SnapshotRevision returns the revision of file f that the snapshot
-// called name holds. An unknown snapshot, or a file the snapshot does not
-// hold, gives an error matching ErrNotFound.
+// called name holds (the newest, should it hold several). An unknown
+// snapshot, or a file the snapshot does not hold, gives an error matching
+// ErrNotFound.
 func (s *Store) SnapshotRevision(ctx context.Context, f index.FileID, name string) (index.RevID, error) {
 	sn, err := s.idx.Snapshot(name)
 	if err != nil {
@@ -145,47 +153,15 @@ func (s *Store) SnapshotRevision(ctx context.Context, f index.FileID, name strin
 	if err != nil {
 		return index.NullRev, err
 	}
-	hist, err := s.History(ctx, f)
+	m, err := s.idx.File(f)
 	if err != nil {
 		return index.NullRev, err
 	}
-	if i, ok := newProbe(f, hist).held(r, sn.Time); ok {
-		return hist[i].ID(f), nil
+	for rev := int64(m.Revs) - 1; rev >= 0; rev-- {
+		id := index.RevID{File: f, Rev: index.Rev(rev)}
+		if k, err := index.RefKey(id); err == nil && r.Contains(k) {
+			return id, nil
+		}
 	}
 	return index.NullRev, fmt.Errorf("snapshot %q does not hold file %d: %w", name, f, ErrNotFound)
-}
-
-// probe finds the revision of one file that a reference set holds.
-type probe struct {
-	f    index.FileID
-	hist []Revision
-	all  *index.Refs // every revision of f; built on the first miss
-}
-
-func newProbe(f index.FileID, hist []Revision) *probe { return &probe{f: f, hist: hist} }
-
-// held returns the index in hist of the revision r holds, trying first
-// the newest revision stored by time t (unix nanoseconds).
-func (p *probe) held(r *index.Refs, t int64) (int, bool) {
-	i := sort.Search(len(p.hist), func(i int) bool { return p.hist[i].Time.UnixNano() > t }) - 1
-	if i >= 0 {
-		if k, err := index.RefKey(p.hist[i].ID(p.f)); err == nil && r.Contains(k) {
-			return i, true
-		}
-	}
-	if p.all == nil {
-		p.all = index.NewRefs()
-		for _, h := range p.hist {
-			if k, err := index.RefKey(h.ID(p.f)); err == nil {
-				p.all.Add(k)
-			}
-		}
-	}
-	both := roaring64.And(p.all, r)
-	if both.IsEmpty() {
-		return 0, false
-	}
-	rev := index.RefID(both.Minimum()).Rev
-	j := sort.Search(len(p.hist), func(j int) bool { return p.hist[j].Rev >= rev })
-	return j, j < len(p.hist) && p.hist[j].Rev == rev
 }

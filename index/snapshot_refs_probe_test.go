@@ -1,0 +1,93 @@
+package index
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestRawRefsFileRevsAgreesWithRoaring: the byte walk finds exactly the
+// revisions of a file that the decoded set holds, for sets of sparse
+// arrays, dense bitmaps and runs, with and without offset headers.
+func TestRawRefsFileRevsAgreesWithRoaring(t *testing.T) {
+	for seed := range uint64(60) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		set := NewRefs()
+		files := []FileID{1, 2, 3, 70000, 1<<32 - 1}
+		for range 1 + r.IntN(40) {
+			rev := Rev(r.IntN(50))
+			switch r.IntN(4) {
+			case 0: // sparse
+				for range 1 + r.IntN(30) {
+					f := FileID(1 + r.IntN(200000))
+					files = append(files, f)
+					k, _ := RefKey(RevID{File: f, Rev: rev})
+					set.Add(k)
+				}
+			case 1: // dense: a bitmap container
+				lo := uint64(r.IntN(3)) << 16
+				for range 5000 {
+					set.Add(uint64(rev)<<32 | lo | uint64(r.IntN(1<<16)))
+				}
+			default: // a range: a run after RunOptimize
+				lo := uint64(1 + r.IntN(100000))
+				set.AddRange(uint64(rev)<<32|lo, uint64(rev)<<32|(lo+uint64(1+r.IntN(3000))))
+				files = append(files, FileID(lo), FileID(lo-1))
+			}
+		}
+		b, err := encodeRefs(set) // run-optimises
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := rawRefs(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			got, err := raw.FileRevs(nil, f)
+			if err != nil {
+				t.Fatalf("seed %d file %d: %v", seed, f, err)
+			}
+			var want []Rev
+			for rev := range Rev(50) {
+				if k, _ := RefKey(RevID{File: f, Rev: rev}); set.Contains(k) {
+					want = append(want, rev)
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("seed %d file %d: %v, want %v", seed, f, got, want)
+			}
+		}
+	}
+}
+
+func TestRawRefsRejectsDamage(t *testing.T) {
+	set := NewRefs()
+	for f := range FileID(300) {
+		k, _ := RefKey(RevID{File: f + 1, Rev: Rev(f % 7)})
+		set.Add(k)
+	}
+	b, _ := encodeRefs(set)
+	if _, err := rawRefs(append([]byte{}, b[:len(b)-1]...)); !errors.Is(err, ErrDecode) {
+		t.Fatalf("truncated set: %v", err)
+	}
+	raw, _ := rawRefs(b)
+	for cut := range len(raw) {
+		if _, err := RawRefs(raw[:cut]).FileRevs(nil, 5); !errors.Is(err, ErrDecode) {
+			t.Fatalf("set cut at %d of %d: %v", cut, len(raw), err)
+		}
+	}
+}
+
+func FuzzRawRefs(f *testing.F) {
+	set := NewRefs()
+	set.AddRange(1, 100)
+	k, _ := RefKey(RevID{File: 9, Rev: 3})
+	set.Add(k)
+	b, _ := encodeRefs(set)
+	f.Add(b[8:])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = RawRefs(b).FileRevs(nil, 9) // must not panic
+	})
+}
