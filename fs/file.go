@@ -22,6 +22,7 @@ type handle struct {
 	lf       *gofs.LoopbackFile
 	fd       int
 	writable bool
+	mark     closeMark
 }
 
 // passthroughHandle is an open live file in passthrough mode: the kernel
@@ -32,6 +33,7 @@ type passthroughHandle struct {
 	n        *Node
 	fd       int
 	writable bool
+	mark     closeMark
 }
 
 // fdHolder is implemented by both handle kinds.
@@ -50,10 +52,17 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	if n > 0 {
 		h.n.wrote(off, int64(n))
 	}
+	h.n.closeUndone(&h.mark)
 	return uint32(max(n, 0)), h.n.fsys.errno("write", err)
 }
 
-func (h *handle) Flush(ctx context.Context) syscall.Errno { return h.lf.Flush(ctx) }
+// Flush is close(2) of a descriptor of h (see history_wait.go).
+func (h *handle) Flush(ctx context.Context) syscall.Errno {
+	if h.writable {
+		h.n.closeSeen(&h.mark)
+	}
+	return h.lf.Flush(ctx)
+}
 
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	if err := syscall.Fsync(h.fd); err != nil {
@@ -64,6 +73,7 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
 	h.n.released(h.fd, false, h.writable)
+	h.n.closeUndone(&h.mark)
 	return h.lf.Release(ctx)
 }
 
@@ -120,7 +130,16 @@ func (h *passthroughHandle) Read(ctx context.Context, dest []byte, off int64) (f
 
 func (h *passthroughHandle) Release(ctx context.Context) syscall.Errno {
 	h.n.released(h.fd, true, h.writable)
+	h.n.closeUndone(&h.mark)
 	return h.LoopbackFile.Release(ctx)
+}
+
+// Flush is close(2) of a descriptor of h (see history_wait.go).
+func (h *passthroughHandle) Flush(ctx context.Context) syscall.Errno {
+	if h.writable {
+		h.n.closeSeen(&h.mark)
+	}
+	return h.LoopbackFile.Flush(ctx)
 }
 
 func (h *passthroughHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
@@ -139,6 +158,7 @@ func (h *passthroughHandle) Write(ctx context.Context, data []byte, off int64) (
 	if n > 0 {
 		h.n.wrote(off, int64(n))
 	}
+	h.n.closeUndone(&h.mark)
 	return uint32(max(n, 0)), h.n.fsys.errno("write", err)
 }
 

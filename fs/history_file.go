@@ -62,6 +62,7 @@ func (f *histFile) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHa
 	if id.IsZero() || f.v.hist == nil {
 		return &plainListHandle{}, 0, 0 // never recorded
 	}
+	f.v.fsys.waitReleases(ctx, f.Path(f.v.root))
 	revs, err := f.v.hist.Revisions(ctx, id)
 	if err != nil {
 		return nil, 0, snapErrno(f.v.log, "history list", err)
@@ -91,6 +92,7 @@ func (f *histFile) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	if id.IsZero() {
 		return nil, syscall.ENOENT
 	}
+	f.v.fsys.waitReleases(ctx, f.Path(f.v.root))
 	r, err := f.v.hist.Revision(ctx, id, rev)
 	if err != nil {
 		return nil, snapErrno(f.v.log, "history lookup", err)

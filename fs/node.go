@@ -38,6 +38,9 @@ type Node struct {
 	// dirtied is set once the session's Recorder.Dirtied is called, so
 	// that later writes skip n.mu (see dirtying.go).
 	dirtied atomic.Bool
+	// closing counts writable handles closed (FLUSH) but not yet
+	// released, with no write since (see history_wait.go)
+	closing atomic.Int32
 }
 
 // waitRecorded waits until the recorder has recorded the changes of n

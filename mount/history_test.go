@@ -314,3 +314,21 @@ func TestHistoryWaitsForQueuedChange(t *testing.T) {
 		t.Fatalf("new file listed as %q %q within its grace", names, got)
 	}
 }
+
+// TestHistoryRightAfterClose: a listing right after close(2) shows the
+// revision just written, though the kernel sends the release (which
+// reports the change) after close has returned.
+func TestHistoryRightAfterClose(t *testing.T) {
+	l := start(t, filepath.Join(t.TempDir(), "s.dfs"))
+	p := l.mnt + "/f"
+	for i := 1; i <= 30; i++ {
+		mustDo(t, os.WriteFile(p, []byte(fmt.Sprintf("version %d", i)), 0o644))
+		ents, err := os.ReadDir(l.mnt + "/.history/f")
+		if err != nil || len(ents) != i {
+			t.Fatalf("after write %d: %d revisions listed, %v", i, len(ents), err)
+		}
+		if got := readOr(t, l.mnt+"/.history/f/"+ents[i-1].Name()); got != fmt.Sprintf("version %d", i) {
+			t.Fatalf("newest revision after write %d: %q", i, got)
+		}
+	}
+}

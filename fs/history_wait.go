@@ -1,0 +1,68 @@
+package fs
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// A file's change is reported when its last writable handle is released,
+// and the kernel sends RELEASE after close(2) has returned, without
+// waiting for it. So that ".history/f" asked right after "echo x > f"
+// still shows x, .history first waits, for a short while, for the
+// releases of f's writable handles whose close it has seen (a FLUSH) and
+// that have not written since. A handle left open through a dup of its
+// descriptor looks the same until it writes again: that is what the
+// bound is for.
+
+// closingWait bounds the wait for releases in flight: a RELEASE normally
+// follows its FLUSH within a millisecond.
+const closingWait = 100 * time.Millisecond
+
+// closeMark is a writable handle's part: whether its close was seen
+// with no write since.
+type closeMark struct {
+	on atomic.Bool
+}
+
+// closeSeen notes a FLUSH of a writable handle.
+func (n *Node) closeSeen(m *closeMark) {
+	if !m.on.Swap(true) {
+		n.closing.Add(1)
+	}
+}
+
+// closeUndone notes a write after a FLUSH (the descriptor was a dup) or
+// the handle's release; call it after the release's report.
+func (n *Node) closeUndone(m *closeMark) {
+	if m.on.Load() && m.on.Swap(false) {
+		n.closing.Add(-1)
+	}
+}
+
+// waitReleases waits up to closingWait until no writable handle of the
+// live file at rel (below the root) is closed but not released.
+func (f *FS) waitReleases(ctx context.Context, rel string) {
+	n := f.liveNode(rel)
+	if n == nil {
+		return
+	}
+	deadline := time.Now().Add(closingWait)
+	for n.closing.Load() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// liveNode returns the node of the live tree at rel, if the kernel knows
+// it (a file with an open handle always is).
+func (f *FS) liveNode(rel string) *Node {
+	in := f.root.EmbeddedInode()
+	for _, name := range strings.Split(rel, "/") {
+		if in = in.GetChild(name); in == nil {
+			return nil
+		}
+	}
+	n, _ := in.Operations().(*Node)
+	return n
+}
