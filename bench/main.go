@@ -29,7 +29,7 @@ func main() {
 // suites is the registry: every suite the runner knows, in report order.
 // Later suites (repack) are added here.
 func suites() []Suite {
-	return []Suite{deltaSuite(), storeSuite(), mountSuite()}
+	return []Suite{deltaSuite(), storeSuite(), mountSuite(), historySuite()}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -22,6 +22,9 @@ type History interface {
 	// of the file reported to the Recorder before the call is in it, even
 	// one the recorder has not finished.
 	Revisions(ctx context.Context, id FileID) ([]Revision, error)
+	// Len returns how many revisions Revisions would return, as cheaply
+	// as a point lookup, after the same wait.
+	Len(ctx context.Context, id FileID) (int, error)
 	// Revision returns revision rev of the live file whose identity is
 	// id, or an error matching index.ErrNotFound.
 	Revision(ctx context.Context, id FileID, rev index.Rev) (Revision, error)
@@ -83,17 +86,16 @@ const (
 func revWidth(n int) int { return max(revDigits, len(strconv.Itoa(n))) }
 
 // revName names r among revisions numbered in width digits.
-func revName(r Revision, width int) string {
+func revName(r Revision, width int) string { return string(appendRevName(nil, r, width)) }
+
+// appendRevName appends r's name to b.
+func appendRevName(b []byte, r Revision, width int) []byte {
 	num := strconv.FormatUint(uint64(r.ID.Rev)+1, 10)
-	var b strings.Builder
-	b.Grow(width + 1 + len(revTimeFmt))
 	for i := len(num); i < width; i++ {
-		b.WriteByte('0')
+		b = append(b, '0')
 	}
-	b.WriteString(num)
-	b.WriteByte('@')
-	b.WriteString(time.Unix(0, r.Time).UTC().Format(revTimeFmt))
-	return b.String()
+	b = append(append(b, num...), '@')
+	return time.Unix(0, r.Time).UTC().AppendFormat(b, revTimeFmt)
 }
 
 // parseRevName returns the store revision a name asks for and the time

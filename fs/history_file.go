@@ -6,18 +6,30 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/deltafs/deltafs/index"
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // histFile is the directory of the revisions of one live file: one
 // read-only regular file per revision (histRev), oldest first. Listing it
-// asks History for this file's revisions only.
+// asks History for this file's revisions only, and keeps the listing:
+// revisions are only ever added, so the next listing costs a count of the
+// file's revisions (one index lookup) when nothing changed, and a lookup
+// per new revision when a few were added.
 type histFile struct {
 	gofs.Inode
 	histNoChange
 	v *histView
+
+	mu   sync.Mutex
+	id   FileID          // the live file ents lists
+	ents []fuse.DirEntry // its listing, shared read-only with open handles
 }
+
+// maxIncremental: up to this many revisions recorded since the previous
+// listing are looked up one by one; more re-read the file's whole list.
+const maxIncremental = 64
 
 var (
 	_ = (gofs.NodeGetattrer)((*histFile)(nil))
@@ -52,7 +64,8 @@ func (f *histFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.At
 
 // OpendirHandle lists the file's revisions into a handle that declines
 // READDIRPLUS's lookups, so that a plain ls of 10,000 revisions makes no
-// node for any of them.
+// node for any of them. (No FOPEN_CACHE_DIR: go-fuse adds KEEP_CACHE to
+// it, so the kernel would keep listing a stale cache.)
 func (f *histFile) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	p, _, err := f.live()
 	if err != nil {
@@ -63,18 +76,111 @@ func (f *histFile) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHa
 		return &plainListHandle{}, 0, 0 // never recorded
 	}
 	f.v.fsys.waitReleases(ctx, f.Path(f.v.root))
-	revs, err := f.v.hist.Revisions(ctx, id)
+	ents, err := f.listing(ctx, id)
 	if err != nil {
 		return nil, 0, snapErrno(f.v.log, "history list", err)
 	}
-	ents := make([]fuse.DirEntry, len(revs))
-	if len(revs) > 0 {
-		width := revWidth(int(revs[len(revs)-1].ID.Rev) + 1)
-		for i, r := range revs {
-			ents[i] = fuse.DirEntry{Name: revName(r, width), Mode: syscall.S_IFREG, Ino: histIno(histKindRev, revKey(r.ID))}
-		}
+	return &revListHandle{ents: ents}, 0, 0
+}
+
+// revListHandle lists a file's revisions from the histFile's shared
+// entries without copying them (a copy per entry per ls of 10,000
+// revisions is garbage the mount's heap grows by): their Off is set, so
+// go-fuse reads them and never writes to them. It declines READDIRPLUS's
+// lookups as plainListHandle does.
+type revListHandle struct {
+	mu   sync.Mutex
+	ents []fuse.DirEntry
+	i    int
+}
+
+var (
+	_ = (gofs.FileReaddirenter)((*revListHandle)(nil))
+	_ = (gofs.FileSeekdirer)((*revListHandle)(nil))
+	_ = (gofs.FileLookuper)((*revListHandle)(nil))
+)
+
+func (h *revListHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.i >= len(h.ents) {
+		return nil, 0
 	}
-	return &plainListHandle{listDir: listDir{ents: ents}}, 0, 0
+	h.i++
+	return &h.ents[h.i-1], 0
+}
+
+func (h *revListHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.i = int(min(off, uint64(len(h.ents))))
+	return 0
+}
+
+func (h *revListHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.ENOENT
+}
+
+// listing returns the revisions of live file id as directory entries.
+func (f *histFile) listing(ctx context.Context, id FileID) ([]fuse.DirEntry, error) {
+	n, err := f.v.hist.Len(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	have := -1
+	if f.id == id {
+		have = len(f.ents)
+	}
+	switch {
+	case have == n:
+		return f.ents, nil
+	case have > 0 && n > have && n-have <= maxIncremental && revWidth(n) == revWidth(have):
+		ents := f.ents // appending past len never touches what handles read
+		for rev := have; rev < n; rev++ {
+			r, err := f.v.hist.Revision(ctx, id, index.Rev(rev))
+			if err != nil {
+				return nil, err
+			}
+			ents = append(ents, revEntry(revName(r, revWidth(n)), r, rev))
+		}
+		f.ents = ents
+		return ents, nil
+	}
+	revs, err := f.v.hist.Revisions(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	f.id, f.ents = id, revEntries(revs)
+	return f.ents, nil
+}
+
+// revEntries makes the directory entries of a file's revisions, their
+// names cut from one string.
+func revEntries(revs []Revision) []fuse.DirEntry {
+	if len(revs) == 0 {
+		return nil
+	}
+	width := revWidth(int(revs[len(revs)-1].ID.Rev) + 1)
+	buf := make([]byte, 0, len(revs)*(width+1+len(revTimeFmt)))
+	ends := make([]int, len(revs))
+	for i, r := range revs {
+		buf = appendRevName(buf, r, width)
+		ends[i] = len(buf)
+	}
+	all, start := string(buf), 0
+	ents := make([]fuse.DirEntry, len(revs))
+	for i, r := range revs {
+		ents[i] = revEntry(all[start:ends[i]], r, i)
+		start = ends[i]
+	}
+	return ents
+}
+
+// revEntry is the directory entry of r, entry i of its listing.
+func revEntry(name string, r Revision, i int) fuse.DirEntry {
+	return fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: histIno(histKindRev, revKey(r.ID)), Off: uint64(i) + 1}
 }
 
 // Lookup finds a revision by its name; the number may have any padding,
