@@ -26,7 +26,7 @@ type histBench struct {
 
 // histBenches lists the suite's benchmarks in report order.
 func histBenches() []histBench {
-	return []histBench{{id: "H1", run: runH1}}
+	return []histBench{{id: "H1", run: runH1}, {id: "H2", run: runH2}}
 }
 
 func runHistorySuite(env *Env) (Report, error) {
