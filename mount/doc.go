@@ -87,8 +87,9 @@
 // it with the file's newest revision (size, then the content hash in
 // the index); and records it when they differ. A file gone from the
 // live tree is dropped. The redo runs in the Recorder's goroutine while
-// the mount serves; Sync, and so fsync, snapshots and unmount, wait for
-// it. A clean unmount leaves the journal empty.
+// the mount serves; Sync (snapshots, unmount) waits for all of it, and
+// Wait and Flush of a file (its fsync, its history view) for that
+// file's redo. A clean unmount leaves the journal empty.
 //
 // Why a log rather than one file per pending FileID or badger keys: one
 // write(2) of ~60 bytes per session on the write path, against a

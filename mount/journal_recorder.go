@@ -56,11 +56,13 @@ func (r *Recorder) holding(k fs.FileID) bool {
 }
 
 // queueRedo queues the redo of a pending file behind everything reported
-// so far, so that Sync (snapshots, unmount) waits for it.
+// so far, so that Sync (snapshots, unmount) waits for it, and Wait and
+// Flush of that file (fsync, its history view) too.
 func (r *Recorder) queueRedo(rd *redo) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.push(Event{redo: rd})
+	r.seq[rd.id] = r.enq
 }
 
 // journalSink tells the journal which changes are recorded, and runs the

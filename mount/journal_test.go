@@ -5,7 +5,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
@@ -145,6 +147,16 @@ func TestRedoAtMount(t *testing.T) {
 	j.f.Close() // killed: no compaction
 
 	l = start(t, store)
+	if err := l.rec.Wait(context.Background(), ida); err != nil { // as fsync of a does
+		t.Fatal(err)
+	}
+	ls := l.rec.sink.(journalSink).ls
+	ls.mu.Lock() // the redo of other files may still run
+	fa := ls.sink.ids[ida]
+	ls.mu.Unlock()
+	if m, err := ls.sink.st.File(fa); err != nil || m.Revs != 2 {
+		t.Fatalf("after Wait for a: %d revisions (%v), want its redo as the 2nd", m.Revs, err)
+	}
 	if err := l.rec.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -216,4 +228,44 @@ func lastRevision(t *testing.T, st *objstore.Store, f index.FileID) ([]byte, uin
 		t.Fatalf("file %d: %v", f, err)
 	}
 	return text, m.Revs
+}
+
+type sinkFunc func(context.Context, Event) error
+
+func (f sinkFunc) Record(ctx context.Context, ev Event) error { return f(ctx, ev) }
+
+// TestRedoIsWaitedFor: fsync (Wait) and history views (Flush) of a file
+// whose redo is queued wait for it, and Sync for every redo.
+func TestRedoIsWaitedFor(t *testing.T) {
+	block := make(chan struct{})
+	r := NewRecorder(sinkFunc(func(_ context.Context, ev Event) error {
+		if ev.redo != nil {
+			<-block
+		}
+		return nil
+	}), time.Second, quiet())
+	defer r.Close(context.Background())
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(block) }) }
+	defer unblock() // before Close, which waits for the redo
+	r.queueRedo(&redo{id: fid(1)})
+	for name, wait := range map[string]func(context.Context) error{
+		"Wait":  func(ctx context.Context) error { return r.Wait(ctx, fid(1)) },
+		"Flush": func(ctx context.Context) error { return r.Flush(ctx, fid(1)) },
+		"Sync":  r.Sync,
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		err := wait(ctx)
+		cancel()
+		if err == nil {
+			t.Fatalf("%s returned before the redo ran", name)
+		}
+	}
+	if err := r.Wait(context.Background(), fid(2)); err != nil { // another file does not wait
+		t.Fatal(err)
+	}
+	unblock()
+	if err := r.Wait(context.Background(), fid(1)); err != nil {
+		t.Fatal(err)
+	}
 }
