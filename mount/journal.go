@@ -41,7 +41,7 @@ const recHeaderLen = 1 + 16 + 2
 // records, it is rewritten with the pending entries alone. A clean
 // record follows every dirty one, so a long mount would otherwise grow
 // it by ~80 bytes per recorded session.
-const compactAt = 256 << 10
+const compactAt = 1 << 20
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -160,13 +160,17 @@ func (j *journal) snapshotLocked() []byte {
 func (j *journal) rewrite() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.rewriteLocked()
+	return j.rewriteLocked(true)
 }
 
-func (j *journal) rewriteLocked() error {
+// rewriteLocked rewrites the journal; sync fsyncs the new one before it
+// replaces the old. The compaction of a running mount does not: its
+// appends are not fsynced either (see doc.go), and an fsync every few
+// thousand sessions measured as most of the journal's cost.
+func (j *journal) rewriteLocked(sync bool) error {
 	b := j.snapshotLocked()
 	tmp := j.path + ".tmp"
-	if err := writeJournalSynced(tmp, b); err != nil {
+	if err := writeJournal(tmp, b, sync); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, j.path); err != nil {
@@ -183,13 +187,13 @@ func (j *journal) rewriteLocked() error {
 	return nil
 }
 
-func writeJournalSynced(path string, b []byte) error {
+func writeJournal(path string, b []byte, sync bool) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
 	_, err = f.Write(b)
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -280,7 +284,7 @@ func (j *journal) cleanLocked(id fs.FileID) {
 	delete(j.pending, id)
 	j.appendLocked(recClean, id, nil)
 	if j.size > compactAt && j.size > int64(8*64*len(j.pending)) {
-		if err := j.rewriteLocked(); err != nil {
+		if err := j.rewriteLocked(false); err != nil {
 			j.log.Warn("pending journal not compacted", "err", err)
 		}
 	}
@@ -346,7 +350,7 @@ func (j *journal) entries() map[fs.FileID]pendingFile {
 func (j *journal) close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	err := j.rewriteLocked()
+	err := j.rewriteLocked(true)
 	if j.f != nil {
 		err = errors.Join(err, j.f.Close())
 		j.f = nil
