@@ -39,18 +39,22 @@ func (c *lru[K]) get(k K) ([]byte, bool) {
 // add inserts or replaces k. A value larger than the whole budget is not
 // cached (it would evict everything and then itself), unless keepOne is set:
 // then it evicts everything else and stays alone.
-func (c *lru[K]) add(k K, v []byte) {
+//
+// It reports whether v was cached: if not, no other caller can have got v
+// from c.
+func (c *lru[K]) add(k K, v []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.removeLocked(k)
 	if int64(len(v)) > c.budget && !c.keepOne {
-		return
+		return false
 	}
 	c.items[k] = c.order.PushFront(&lruItem[K]{key: k, val: v})
 	c.used += int64(len(v))
 	for c.used > c.budget && c.order.Len() > 1 {
 		c.removeLocked(c.order.Back().Value.(*lruItem[K]).key)
 	}
+	return true
 }
 
 func (c *lru[K]) remove(k K) {

@@ -43,7 +43,7 @@ func (s *Store) store(ctx context.Context, e *index.Entry, req *PutRequest, meta
 		if err != nil {
 			return err
 		}
-		if err := s.computeAll(ctx, snaps, req, data, t); err != nil {
+		if err := s.computeSnapshots(ctx, snaps, data, t); err != nil {
 			return err
 		}
 		cands = append(cands, snaps...)
@@ -100,6 +100,31 @@ func (s *Store) computeAll(ctx context.Context, cands []prepared, req *PutReques
 				covered[c.Base] = true
 			}
 		}
+	}
+	return nil
+}
+
+// computeSnapshots computes the deltas against the snapshot candidates
+// (newest first, each built on the next) root first, through putCaches:
+// each text is rebuilt from the one before it, so a snapshot chain costs one
+// decompression and one delta per level, and the read cache is left alone.
+func (s *Store) computeSnapshots(ctx context.Context, snaps []prepared, data []byte, t Target) error {
+	local := s.putCaches()
+	for i := len(snaps) - 1; i >= 0; i-- {
+		c := &snaps[i]
+		if ChainRule(c.Candidate, t, s.caps) != "" {
+			continue
+		}
+		e, err := s.entry(c.Base)
+		if err != nil {
+			return fmt.Errorf("snapshot %v: %w", c.Base, err)
+		}
+		base, err := s.rebuild(ctx, c.Base, e, local)
+		if err != nil {
+			return fmt.Errorf("snapshot %v: %w", c.Base, err)
+		}
+		c.payload, c.flags = s.encodeDelta(base, data)
+		c.DeltaLen = int64(recOverhead + len(c.payload))
 	}
 	return nil
 }

@@ -140,7 +140,7 @@ func (s *Store) dedup(ctx context.Context, e *index.Entry, data []byte) (bool, e
 		if err != nil || ce.Size != e.Size {
 			continue
 		}
-		text, err := s.fulltext(ctx, id)
+		text, err := s.rebuild(ctx, id, ce, s.putCaches())
 		if err != nil {
 			s.log.Warn("dedup candidate unreadable", "rev", id, "err", err)
 			continue

@@ -182,6 +182,37 @@ func TestCapsOnLongHistory(t *testing.T) {
 	t.Logf("kinds %v chain max %d mean %.1f stored %d of %d", st.ByKind, st.ChainMax, st.ChainMean, st.StoredBytes, st.LogicalBytes)
 }
 
+// TestIngestLeavesReadCache: the snapshot texts a put rebuilds to choose
+// an intermediate snapshot's base stay out of the read cache, so a long
+// linear ingest (every parent in the latest-text cache) leaves it empty.
+func TestIngestLeavesReadCache(t *testing.T) {
+	s, _ := openNew(t, Config{MaxChainLen: 8})
+	r := rand.New(rand.NewPCG(9, 10))
+	f := mustNewFile(t, s, "f")
+	text := genText(r, 50_000)
+	var prev index.RevID
+	for i := range 100 {
+		// A numbered line makes every revision distinct: no dedups, whose
+		// parents are rebuilt through the read cache like any read.
+		text = append(edit(r, text, 2), fmt.Sprintf("revision %d\n", i)...)
+		prev = mustPut(t, s, PutRequest{File: f, Data: text, P1: prev}).ID()
+	}
+	st, err := s.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ByKind["intermediate"] < 5 {
+		t.Fatalf("kinds %v: too few snapshots to test", st.ByKind)
+	}
+	if st.CacheEntries != 0 {
+		t.Errorf("read cache holds %d texts (%d bytes) after puts alone", st.CacheEntries, st.CacheBytes)
+	}
+	if !bytes.Equal(mustGet(t, s, prev), text) {
+		t.Fatal("newest reads back wrong")
+	}
+	verifyClean(t, s)
+}
+
 // TestBestOfParentsShrinksMerges: on a merge-heavy history (S2's shape)
 // best-of-parents stores at least 20% less than p1-only.
 func TestBestOfParentsShrinksMerges(t *testing.T) {
