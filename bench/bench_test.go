@@ -15,7 +15,7 @@ import (
 // TestMain lets the test binary serve as its own child process, as the
 // bench binary does, so that Env.Child and Env.Exec run for real.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == childCmd {
+	if len(os.Args) > 1 && (os.Args[1] == childCmd || os.Args[1] == historyCmd) {
 		if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
 			os.Exit(1)

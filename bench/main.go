@@ -36,6 +36,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == childCmd {
 		return runChild(ctx, args[1:], stdout)
 	}
+	if len(args) > 0 && args[0] == historyCmd {
+		return writeHistory(args[1:], stdout)
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -30,6 +31,7 @@ type storeArgs struct {
 	rev     int // read: the revision
 	shuffle bool
 	noput   bool
+	memlim  int64 // ingest: debug.SetMemoryLimit, 0 for none
 }
 
 func parseStoreArgs(args []string) (storeArgs, error) {
@@ -45,7 +47,8 @@ func parseStoreArgs(args []string) (storeArgs, error) {
 	fs.BoolVar(&a.p1only, "p1only", false, "Config.P1Only")
 	fs.Int64Var(&a.cache, "cache", 0, "Config.CacheBytes (0: default)")
 	fs.IntVar(&a.rev, "rev", 0, "revision to read")
-	fs.BoolVar(&a.noput, "noput", false, "ingest: generate the revisions but do not store them (the generator's own footprint)")
+	fs.BoolVar(&a.noput, "noput", false, "ingest: read the revisions but do not store them (the reader's own footprint)")
+	fs.Int64Var(&a.memlim, "memlimit", 0, "ingest: the Go runtime's soft memory limit in bytes (GOMEMLIMIT; 0: none)")
 	fs.BoolVar(&a.shuffle, "shuffle", true, "readall: read in a random order")
 	if err := fs.Parse(args); err != nil {
 		return a, err
@@ -85,7 +88,9 @@ func (a storeArgs) config() objstore.Config {
 const storeFile = "file"
 
 // childIngest puts every revision of the history into a new store, timing
-// only the Put calls, and reports the store's sizes (Sizes "stored",
+// only the Put calls. It reads the revisions from a generator process (see
+// store_stream.go), so its peak RSS is the store's own plus the revision
+// being read. It reports the store's sizes (Sizes "stored",
 // "segment", "chain_max") and the first file id ("file").
 func childIngest(ctx context.Context, args []string) (ChildResult, error) {
 	a, err := parseStoreArgs(args)
@@ -101,24 +106,27 @@ func childIngest(ctx context.Context, args []string) (ChildResult, error) {
 		s.Close()
 		return ChildResult{}, err
 	}
+	if a.memlim > 0 {
+		debug.SetMemoryLimit(a.memlim)
+	}
+	hist, err := startHistory(ctx, args)
+	if err != nil {
+		s.Close()
+		return ChildResult{}, err
+	}
 	var t Timer
 	var total int64
-	put := func(n, p1, p2 int, data []byte) error {
-		req := objstore.PutRequest{File: f, Data: data, P1: revID(f, p1), P2: revID(f, p2)}
-		total += int64(len(data))
+	err = hist.each(func(n int, r streamRev) error {
+		total += int64(len(r.data))
 		if a.noput {
 			return nil
 		}
+		req := objstore.PutRequest{File: f, Data: r.data, P1: revID(f, r.p1), P2: revID(f, r.p2)}
 		t.Start()
 		_, err := s.Put(ctx, req)
 		t.Stop()
 		return err
-	}
-	if a.merge {
-		err = a.mergeSpec().Walk(func(n int, r workload.MergeRev) error { return put(n, r.P1, r.P2, r.Data) })
-	} else {
-		err = a.chain.Walk(func(n int, rev []byte) error { return put(n, n-1, -1, rev) })
-	}
+	})
 	if err != nil {
 		s.Close()
 		return ChildResult{}, err

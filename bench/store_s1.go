@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/bench/workload"
+	"github.com/deltafs/deltafs/objstore"
 )
 
 // ingestRow is one way of storing a history: how long it took and how
@@ -40,9 +41,10 @@ type s1Result struct {
 	snapshots int64
 	baselines []ingestRow
 	reads     []readRow
-	revs      [3]int // newest, oldest, middle
-	cold      bool   // page cache was dropped for the cold reads
-	generator int64  // peak RSS of the ingest child without the Puts
+	revs      [3]int    // newest, oldest, middle
+	cold      bool      // page cache was dropped for the cold reads
+	reader    int64     // peak RSS of the ingest child without the Puts
+	limited   ingestRow // the ingest with GOMEMLIMIT at the RSS target
 }
 
 func (e *Env) runS1(c workload.Chain, missing []string) (s1Result, error) {
@@ -74,7 +76,23 @@ func (e *Env) runS1(c workload.Chain, missing []string) (s1Result, error) {
 	if err != nil {
 		return r, err
 	}
-	r.generator = gen.MaxRSS
+	r.reader = gen.MaxRSS
+	lim := s1RSSTarget(c)
+	e.Logf("S1: deltafs ingest with GOMEMLIMIT=%d MiB, x%d", lim>>20, e.Opts.Runs)
+	sum, err = Repeat(e.Opts.Runs, func() (Sample, error) {
+		if err := os.RemoveAll(dir + "-limit"); err != nil {
+			return Sample{}, err
+		}
+		return e.Child("store", "ingest", append([]string{"-dir", dir + "-limit", "-memlimit", fmt.Sprint(lim)}, chainFlags(c)...)...)
+	})
+	if err != nil {
+		return r, err
+	}
+	r.limited = ingestRow{name: fmt.Sprintf("deltafs objstore.Put, GOMEMLIMIT=%dMiB", lim>>20), sum: sum,
+		content: sum.Sizes["stored"][0], note: "the Go runtime told the RSS target (soft limit)"}
+	if r.limited.disk, _, err = dirBytes(dir + "-limit"); err != nil {
+		return r, err
+	}
 	rr, cold, err := e.readDeltafs(dir, r.revs)
 	if err != nil {
 		return r, err
@@ -91,6 +109,12 @@ func (e *Env) runS1(c workload.Chain, missing []string) (s1Result, error) {
 		}
 	}
 	return r, nil
+}
+
+// s1RSSTarget is the ingest memory target: 4x the file size plus
+// the fulltext cache budget (Config.CacheBytes).
+func s1RSSTarget(c workload.Chain) int64 {
+	return int64(4*c.BaseSize) + objstore.DefaultCacheBytes
 }
 
 // middleRev is a fixed "random" revision in the middle half of c.

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,4 +149,43 @@ func countMerges(log string) int {
 		}
 	}
 	return n
+}
+
+// TestHistoryStream checks that the stream the ingest child reads carries
+// the history exactly: every revision's parents and bytes, in order, for
+// a chain and for the merge history.
+func TestHistoryStream(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"-dir", "x", "-seed", "5", "-size", "20000", "-steps", "12"},
+		{"-dir", "x", "-merge", "-seed", "6", "-size", "20000", "-steps", "40"},
+	} {
+		a, err := parseStoreArgs(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []streamRev
+		_ = a.walkHistory(func(_, p1, p2 int, _ byte, data []byte) error {
+			want = append(want, streamRev{p1: p1, p2: p2, data: bytes.Clone(data)})
+			return nil
+		})
+		var buf bytes.Buffer
+		if err := writeHistory(args, &buf); err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range want {
+			got, err := readStreamRev(&buf)
+			if err != nil || got.p1 != w.p1 || got.p2 != w.p2 || !bytes.Equal(got.data, w.data) {
+				t.Fatalf("%v rev %d: got parents %d,%d (%d bytes), want %d,%d (%d bytes): %v",
+					args, i, got.p1, got.p2, len(got.data), w.p1, w.p2, len(w.data), err)
+			}
+		}
+		if _, err := readStreamRev(&buf); !errors.Is(err, io.EOF) {
+			t.Fatalf("%v: after the last revision: %v, want EOF", args, err)
+		}
+	}
+	torn := []byte{1, 2, 3}
+	if _, err := readStreamRev(bytes.NewReader(torn)); err == nil || errors.Is(err, io.EOF) {
+		t.Fatalf("torn header: %v, want an error other than EOF", err)
+	}
 }
