@@ -75,10 +75,14 @@ func (e *Env) runS2(m workload.MergeSpec, missing []string) (s2Result, error) {
 
 func (r s2Result) table() Table {
 	t := Table{Title: "S2: merge-heavy history, store size",
-		Doc: fmt.Sprintf("%d revisions of a %d KiB text on two lines of development, %d merges (%.0f%%), "+
-			"each merge closer to p2 (%s logical). content = the file's own history (deltafs: Stats.StoredBytes; "+
+		Doc: fmt.Sprintf("%d revisions of a %d KiB text on two long-lived lines of development (%.0f%% of the "+
+			"ordinary commits on line b), each commit 1-%d edits of %d-%d B anywhere in the file; %d true merges "+
+			"(%.0f%%: both lines have commits the other lacks, no fast-forwards), three-way per %d B block, a "+
+			"conflict resolved to p2, the line that diverged less merging the other, so the merge is closer to p2 "+
+			"(%s logical). content = the file's own history (deltafs: Stats.StoredBytes; "+
 			"git: packed blobs; hg: the filelog); disk = du of the whole store/repository.",
-			r.spec.Revisions, r.spec.Size>>10, r.merges, 100*float64(r.merges)/float64(r.spec.Revisions), mb(r.logical)),
+			r.spec.Revisions, r.spec.Size>>10, 100*r.spec.BShare, r.spec.Edits.Count, r.spec.Edits.MinLen, r.spec.Edits.MaxLen,
+			r.merges, 100*float64(r.merges)/float64(r.spec.Revisions), r.spec.BlockSize, mb(r.logical)),
 		Header: []string{"store", "content", "vs p1-only", "disk (du)", "ingest wall", "ingest CPU", "note"}}
 	for _, row := range append([]ingestRow{r.best, r.p1}, r.baselines...) {
 		t.Add(row.name, mb(row.content), ratioCell(row.content, r.p1.content, true), mb(row.disk),
