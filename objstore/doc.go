@@ -47,7 +47,10 @@
 // (an eager delta.Index over the whole base would cost a pass over the file
 // per revision instead, so none is kept). A read holds the chain's stored
 // records (at most MaxReadRatio x the text), two text buffers and the result;
-// rebuilt texts go to a byte-bounded cache (Config.CacheBytes).
+// text buffers are recycled between reads (sync.Pool), and rebuilt texts go
+// to a byte-bounded cache (Config.CacheBytes). What a put rebuilds for
+// itself (snapshot candidates, dedup checks) does not: it goes through a
+// one-text cache of its own, so an ingest leaves the read cache to readers.
 //
 // Repack rewrites where and how revisions are stored, offline, never their
 // RevIDs or contents: it writes a shadow store, and only once that holds
