@@ -332,3 +332,21 @@ func TestHistoryRightAfterClose(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryReadOnlyMount: a read-only mount shows the history recorded
+// by an earlier mount (its id map read once at mount).
+func TestHistoryReadOnlyMount(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	for i, v := range []string{"one", "two"} {
+		mustDo(t, os.WriteFile(l.mnt+"/a", []byte(v), 0o644))
+		l.recorded(t, uint64(i+1))
+	}
+	l.stop(t)
+	ro := startWith(t, Config{Store: store, ReadOnly: true})
+	names, got := history(t, ro.mnt, "a")
+	checkNames(t, names, 2)
+	if !slices.Equal(got, []string{"one", "two"}) {
+		t.Fatalf("read-only mount's history of a: %q", got)
+	}
+}
