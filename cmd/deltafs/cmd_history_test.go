@@ -126,3 +126,25 @@ func TestHumanSize(t *testing.T) {
 		}
 	}
 }
+
+// TestLogOnATerminal: on a terminal, log prints a header, aligned columns
+// and human sizes.
+func TestLogOnATerminal(t *testing.T) {
+	store, _ := newHistoryStore(t)
+	ptm, pts, closeTTY := openPTY(t)
+	defer closeTTY()
+	var errOut bytes.Buffer
+	if code := run([]string{"log", "--store", store, "a.txt"}, strings.NewReader(""), pts, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	buf := make([]byte, 4096)
+	n, err := ptm.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(string(buf[:n]), "\r", "")), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "REV  TIME") || !strings.Contains(lines[1], "6 B ") ||
+		strings.Index(lines[0], "SIZE") != strings.Index(lines[2], "14 B") {
+		t.Fatalf("log on a terminal:\n%s", strings.Join(lines, "\n"))
+	}
+}

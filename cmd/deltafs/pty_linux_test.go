@@ -12,6 +12,14 @@ import (
 // real terminal for tests, and a function that closes both sides.
 func openTTY(t *testing.T) (*os.File, func()) {
 	t.Helper()
+	_, pts, closeFn := openPTY(t)
+	return pts, closeFn
+}
+
+// openPTY is openTTY that also returns the controlling side, from which
+// a test reads what was written to the terminal.
+func openPTY(t *testing.T) (ptm, pts *os.File, closeFn func()) {
+	t.Helper()
 	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
 	if err != nil {
 		t.Skipf("no pseudo-terminals here: %v", err)
@@ -23,12 +31,12 @@ func openTTY(t *testing.T) (*os.File, func()) {
 	if err := ioctl(ptm, syscall.TIOCGPTN, unsafe.Pointer(&n)); err != nil {
 		t.Fatalf("pty number: %v", err)
 	}
-	pts, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
 		ptm.Close()
 		t.Fatalf("open pty replica: %v", err)
 	}
-	return pts, func() { pts.Close(); ptm.Close() }
+	return ptm, pts, func() { pts.Close(); ptm.Close() }
 }
 
 func ioctl(f *os.File, req uintptr, arg unsafe.Pointer) error {
