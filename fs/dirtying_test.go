@@ -95,3 +95,28 @@ func countOf(s []string, v string) int {
 	}
 	return n
 }
+
+// TestFsyncWithNothingNewWaitsForTheEarlierReport: an fsync retried
+// after EINTR finds nothing new to report, but must still wait until the
+// change the interrupted fsync reported is recorded.
+func TestFsyncWithNothingNewWaitsForTheEarlierReport(t *testing.T) {
+	m := mountLive(t)
+	f, err := os.Create(m.path("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	writeAt(t, f, 0, []byte("data"))
+	for range 2 {
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := m.waitChanges(t, 1)[0]
+	m.rec.mu.Lock()
+	waits := slices.Clone(m.rec.waits)
+	m.rec.mu.Unlock()
+	if len(waits) != 2 || waits[0] != c.ID || waits[1] != c.ID {
+		t.Fatalf("two fsyncs, one report: waited for %v, want twice for %v", waits, c.ID)
+	}
+}

@@ -46,14 +46,20 @@
 // xattrs and renames report no content change. Renames, unlinks, rmdirs
 // and links are reported by their own methods, with FileIDs, so that a
 // recorder can carry history across "mv a b" and an editor's atomic
-// save.
+// save. Before a session's first change reaches the live file (a write,
+// a truncation, an allocation, a copy into it, or the open of a
+// passthrough writer, whose writes we never see), the Recorder's Dirtied
+// is called, once per session (dirtying.go): a recorder journals the
+// file there, so that a change that dies with the mount can be redone.
 //
 // Each Change carries the live file reopened read-only (Content), so a
 // recorder reads the right inode after a rename or unlink. A recorder
 // reads the live file later, in the background; so that it never reads a
 // later version, a writable open or a truncate of a file whose previous
 // change is still queued waits for that recording (Recorder.Wait), and
-// fsync waits for its own report to be recorded. A recorder may hold a
+// fsync waits for its own report to be recorded (or, with nothing new
+// to report, for the file's last report: an fsync retried after EINTR).
+// A recorder may hold a
 // change back on purpose (fsync coalescing); Wait does not wait for those:
 // the data is durable in the live file, and the held change merges with
 // the next.

@@ -201,10 +201,14 @@ func (n *Node) fsynced(ctx context.Context, fd int) syscall.Errno {
 	if n.sess.whole {
 		n.dirtyingLocked() // a passthrough writer is still open
 	}
+	earlier := n.reported == id
 	n.mu.Unlock()
-	if !reported {
+	if !reported && !earlier {
 		return 0
 	}
+	// With nothing new to report, an earlier report may still be queued:
+	// an fsync retried after EINTR (Go's os.File.Sync retries) must not
+	// return before the revision the interrupted one reported.
 	return n.fsys.errno("fsync", n.fsys.rec.Wait(ctx, id))
 }
 
