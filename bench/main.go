@@ -27,9 +27,8 @@ func main() {
 }
 
 // suites is the registry: every suite the runner knows, in report order.
-// Later suites (repack) are added here.
 func suites() []Suite {
-	return []Suite{deltaSuite(), storeSuite(), mountSuite(), historySuite()}
+	return []Suite{deltaSuite(), storeSuite(), mountSuite(), historySuite(), repackSuite()}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
