@@ -7,65 +7,234 @@ import (
 	"github.com/deltafs/deltafs/index"
 )
 
-// Problem is one bad revision found by Verify.
+// ProblemKind says what part of the store a Problem is in.
+type ProblemKind string
+
+// The kinds of problem Verify reports.
+const (
+	ProblemRevision ProblemKind = "revision" // a revision's record, chain or content does not read back
+	ProblemIndex    ProblemKind = "index"    // an index row that does not decode or disagrees with another
+	ProblemSegment  ProblemKind = "segment"  // segment bytes that no index entry accounts for
+	ProblemTree     ProblemKind = "tree"     // a snapshot's directory tree, or a revision it names
+	ProblemRefs     ProblemKind = "refs"     // a snapshot's reference set disagrees with its tree
+	ProblemLive     ProblemKind = "live"     // a live file and its last revision disagree (package mount)
+)
+
+// Problem is one thing Verify found wrong: what, which revision (null if
+// none) and where else (a snapshot path, a segment offset).
 type Problem struct {
-	Rev index.RevID
-	Err error
+	Kind ProblemKind
+	Rev  index.RevID
+	Path string
+	Err  error
 }
 
-func (p Problem) String() string { return fmt.Sprintf("%v: %v", p.Rev, p.Err) }
+func (p Problem) String() string {
+	switch {
+	case p.Path == "":
+		return fmt.Sprintf("%v: %v", p.Rev, p.Err)
+	case p.Rev.IsNull():
+		return fmt.Sprintf("%s: %v", p.Path, p.Err)
+	}
+	return fmt.Sprintf("%s (revision %v): %v", p.Path, p.Rev, p.Err)
+}
+
+// VerifyProgress is what VerifyAll reports as it goes: the phase
+// ("revisions", "segments", "snapshots") and how far it is.
+type VerifyProgress struct {
+	Phase       string
+	Done, Total int64
+}
+
+// VerifySummary counts what VerifyAll checked and found.
+type VerifySummary struct {
+	Revisions, Files, Segments, Snapshots, Trees int64
+	Problems                                     int
+	// Unhashed counts revisions stored from a delta alone: they have no
+	// content hash to compare, and are checked by their chain's record
+	// checksums and rebuild only.
+	Unhashed int64
+}
 
 // verifyCacheBytes bounds the texts Verify keeps to rebuild neighbours; it
 // uses its own cache so that it only trusts texts it has itself checked.
 const verifyCacheBytes = 64 << 20
 
-// Verify checks every revision: its own record (checksum, agreement with the
-// index, within the committed tail), the rebuild of its whole chain and its
-// content hash (a revision stored from a delta alone has none: it is
-// rebuilt and its records checked, and one log line counts them). It calls report for every bad revision and returns how many
-// it found; the error is for failures of the walk itself (e.g. ctx).
+// Verify checks the whole store (see VerifyAll), calling report for every
+// problem, and returns how many it found; the error is for failures of
+// the walk itself (e.g. ctx).
 func (s *Store) Verify(ctx context.Context, report func(Problem)) (int, error) {
-	return s.VerifyProgress(ctx, report, nil)
+	sum, err := s.VerifyAll(ctx, report, nil)
+	return sum.Problems, err
 }
 
-// VerifyProgress is Verify that also calls progress (if not nil) after each
-// revision with the number checked and the total.
-func (s *Store) VerifyProgress(ctx context.Context, report func(Problem), progress func(done, total int)) (int, error) {
+// VerifyAll checks, and calls report for every problem found:
+//
+//   - every revision: its index row decodes and agrees with its key and
+//     its file's row; its record (checksum, agreement with the index,
+//     within the committed tail); the rebuild of its whole chain and its
+//     content hash;
+//   - index/segment agreement the other way (verify_segments.go): every
+//     committed segment byte belongs to a record some entry points at, and
+//     no two entries share or overlap a record;
+//   - every snapshot (verify_snapshots.go): each tree is there, decodes
+//     and hashes to its name; each file entry names a revision that exists,
+//     reads back and has the entry's size; the snapshot's reference set is
+//     exactly the revisions its tree names.
+//
+// It reads through the store's normal paths and may run beside writers
+// (the mount's control socket does): what was committed when it started
+// is checked. progress, if not nil, is called as it goes.
+func (s *Store) VerifyAll(ctx context.Context, report func(Problem), progress func(VerifyProgress)) (VerifySummary, error) {
+	v := &verifier{s: s, report: report, progress: progress, bad: index.NewRefs()}
+	if progress == nil {
+		v.progress = func(VerifyProgress) {}
+	}
+	err := v.run(ctx)
+	if v.sum.Unhashed > 0 {
+		s.log.Info("revisions stored from a delta alone have no content hash to compare: checked by their chain's record checksums and rebuild only",
+			"revisions", v.sum.Unhashed)
+	}
+	return v.sum, err
+}
+
+// verifier is one run of VerifyAll.
+type verifier struct {
+	s        *Store
+	report   func(Problem)
+	progress func(VerifyProgress)
+	sum      VerifySummary
+	bad      *index.Refs // revisions that did not read back
+	recs     []recPos    // where the entries say records are
+	perFile  map[index.FileID]uint32
+}
+
+func (v *verifier) problem(p Problem) {
+	v.sum.Problems++
+	v.report(p)
+}
+
+func (v *verifier) run(ctx context.Context) error {
+	// The tail before the entries bounds the segment walk: every record
+	// before it has its entry among those read next.
+	walkTail, err := v.s.idx.Tail()
+	if err != nil {
+		return err
+	}
+	ids, err := v.entries(ctx)
+	if err != nil {
+		return err
+	}
+	if err := v.files(ctx); err != nil {
+		return err
+	}
+	if err := v.revisions(ctx, ids); err != nil {
+		return err
+	}
+	if err := v.segments(ctx, walkTail); err != nil {
+		return err
+	}
+	return v.snapshots(ctx)
+}
+
+// entries reads every revision row, reporting those that do not decode.
+func (v *verifier) entries(ctx context.Context) ([]index.RevID, error) {
 	var ids []index.RevID
-	unhashed := 0
-	err := s.idx.All(ctx, func(e index.Entry) error {
-		ids = append(ids, e.ID())
+	v.perFile = map[index.FileID]uint32{}
+	err := v.s.idx.EachEntry(ctx, func(id index.RevID, e index.Entry, err error) error {
+		if err != nil {
+			v.problem(Problem{Kind: ProblemIndex, Rev: id, Err: err})
+			return nil
+		}
+		ids = append(ids, id)
+		v.perFile[id.File]++
 		if e.Flags&index.FlagHashDeferred != 0 {
-			unhashed++
+			v.sum.Unhashed++
+		}
+		if e.Kind != index.KindDedup {
+			v.recs = append(v.recs, recPos{id: id, seg: e.Seg, off: e.Off, stored: e.Stored})
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, err
+	v.sum.Revisions = int64(len(ids))
+	return ids, err
+}
+
+// files checks every file row against the revisions found: a file of n
+// revisions has exactly revisions 0..n-1 (keys are unique and ordered, so
+// the count and the last one settle it). Rows are read after the entries,
+// so a file recorded to meanwhile (verify through a mount) may have more:
+// a file that disagrees is counted again before it is reported.
+func (v *verifier) files(ctx context.Context) error {
+	seen := map[index.FileID]bool{}
+	err := v.s.idx.EachFile(ctx, func(f index.FileID, m index.FileMeta, err error) error {
+		v.sum.Files++
+		seen[f] = true
+		if err != nil {
+			v.problem(Problem{Kind: ProblemIndex, Path: fmt.Sprintf("file %d", f), Err: err})
+			return nil
+		}
+		if v.perFile[f] != m.Revs {
+			if err := v.recount(ctx, f); err != nil {
+				v.problem(Problem{Kind: ProblemIndex, Path: fmt.Sprintf("file %d (%s)", f, m.Name), Err: err})
+			}
+		}
+		return nil
+	})
+	for f, n := range v.perFile {
+		if !seen[f] {
+			v.problem(Problem{Kind: ProblemIndex, Rev: index.RevID{File: f}, Path: fmt.Sprintf("file %d", f),
+				Err: fmt.Errorf("%d revisions of a file with no file record", n)})
+		}
 	}
-	tail, err := s.idx.Tail() // read after the entries: covers all of them
+	return err
+}
+
+// recount checks file f's record against its revision rows as they are now.
+func (v *verifier) recount(ctx context.Context, f index.FileID) error {
+	m, err := v.s.idx.File(f)
 	if err != nil {
-		return 0, err
+		return err
+	}
+	var n uint32
+	last := index.Rev(0)
+	err = v.s.idx.Revisions(ctx, f, func(e index.Entry) error { n, last = n+1, e.Rev; return nil })
+	switch {
+	case err != nil:
+		return err
+	case n != m.Revs:
+		return fmt.Errorf("file record says %d revisions, the index holds %d", m.Revs, n)
+	case n > 0 && last != index.Rev(n-1):
+		return fmt.Errorf("revisions are not numbered 0..%d", n-1)
+	}
+	return nil
+}
+
+func (v *verifier) isBad(id index.RevID) bool {
+	k, err := index.RefKey(id)
+	return err == nil && v.bad.Contains(k)
+}
+
+// revisions reads every revision back.
+func (v *verifier) revisions(ctx context.Context, ids []index.RevID) error {
+	tail, err := v.s.idx.Tail() // read after the entries: covers all of them
+	if err != nil {
+		return err
 	}
 	cache := caches{full: newLRU[index.RevID](verifyCacheBytes)}
-	bad := 0
 	for i, id := range ids {
 		if err := ctx.Err(); err != nil {
-			return bad, err
+			return err
 		}
-		if err := s.verifyOne(ctx, id, tail, cache); err != nil {
-			bad++
-			report(Problem{Rev: id, Err: err})
+		if err := v.s.verifyOne(ctx, id, tail, cache); err != nil {
+			if k, kerr := index.RefKey(id); kerr == nil {
+				v.bad.Add(k)
+			}
+			v.problem(Problem{Kind: ProblemRevision, Rev: id, Err: err})
 		}
-		if progress != nil {
-			progress(i+1, len(ids))
-		}
+		v.progress(VerifyProgress{Phase: "revisions", Done: int64(i + 1), Total: int64(len(ids))})
 	}
-	if unhashed > 0 {
-		s.log.Info("revisions stored from a delta alone have no content hash to compare: checked by their chain's record checksums and rebuild only",
-			"revisions", unhashed)
-	}
-	return bad, nil
+	return nil
 }
 
 func (s *Store) verifyOne(ctx context.Context, id index.RevID, tail index.Tail, c caches) error {
