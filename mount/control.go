@@ -37,7 +37,7 @@ var (
 
 // Request is one control call: one JSON object per line.
 type Request struct {
-	Op   string `json:"op"` // "create", "list", "delete", "rename", "stats", "usage", "log", "cat", "restore"
+	Op   string `json:"op"` // "create", "list", "delete", "rename", "stats", "usage", "log", "cat", "restore", "verify"
 	Name string `json:"name,omitempty"`
 	To   string `json:"to,omitempty"`
 	// Path names a file for log, cat and restore: relative to the tree
@@ -59,6 +59,7 @@ type Response struct {
 	// response's line on the socket.
 	DataBytes int64                    `json:"data_bytes,omitempty"`
 	Usages    []objstore.SnapshotUsage `json:"usages,omitempty"`
+	Verify    *VerifyMessage           `json:"verify,omitempty"` // see control_verify.go
 }
 
 // SnapshotInfo describes one snapshot to the CLI.
@@ -221,6 +222,12 @@ func (s *controlServer) handle(conn *net.UnixConn) {
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			_ = enc.Encode(Response{Error: "bad request: " + err.Error()})
 			return
+		}
+		if v, ok := s.c.(verifier); ok && req.Op == "verify" {
+			if !s.streamVerify(enc, v) {
+				return
+			}
+			continue
 		}
 		resp, data := s.do(req)
 		if err := enc.Encode(resp); err != nil {

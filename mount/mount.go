@@ -111,15 +111,16 @@ func exists(p string) bool {
 
 // running is an open store with its live tree, mounted or not.
 type running struct {
-	st     *objstore.Store
-	sink   *storeSink
-	snaps  *snapshotParts
-	rec    *Recorder
-	jnl    *journal // nil on a read-only mount
-	fsys   *fs.FS
-	server *fuse.Server
-	mnt    string
-	store  string
+	st      *objstore.Store
+	sink    *storeSink
+	snaps   *snapshotParts
+	rec     *Recorder
+	jnl     *journal // nil on a read-only mount
+	fsys    *fs.FS
+	server  *fuse.Server
+	mnt     string
+	store   string
+	closing chan struct{} // closed when close starts: stops a verify
 }
 
 // open opens the store and builds the live tree over it.
@@ -128,7 +129,7 @@ func open(store, mnt string, cfg Config) (*running, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &running{st: st, mnt: mnt, store: store}
+	m := &running{st: st, mnt: mnt, store: store, closing: make(chan struct{})}
 	live := filepath.Join(store, liveDir)
 	var sink Sink = discardSink{} // a read-only mount changes nothing
 	var ls *lockedSink
@@ -164,6 +165,7 @@ func open(store, mnt string, cfg Config) (*running, error) {
 			cfg.Logger.Info("redoing recordings a previous mount left pending", "files", n)
 		}
 	}
+	m.snaps.snap.verify = m.verify
 	return m, nil
 }
 
@@ -245,6 +247,7 @@ func (m *running) unmount(ctx context.Context, unmounted <-chan struct{}) error 
 // close records what is pending and closes everything, in order.
 func (m *running) close(ctx context.Context) error {
 	var errs []error
+	close(m.closing)
 	if m.snaps != nil {
 		errs = append(errs, m.snaps.stop())
 	}

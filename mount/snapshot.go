@@ -32,6 +32,8 @@ type snapshotter struct {
 	log  *slog.Logger
 	// prepare returns the files open for writing; nil when offline.
 	prepare func(ctx context.Context) ([]fs.Touch, error)
+	// verify checks the mounted store; nil when offline (control_verify.go).
+	verify verifyFunc
 
 	usage usageCache // per-snapshot usage, dropped by every change to the list
 

@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os/signal"
 	"syscall"
 
 	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/mount"
 	"github.com/deltafs/deltafs/objstore"
 	"github.com/spf13/cobra"
 )
@@ -16,20 +18,37 @@ func newVerifyCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "verify [--json] STORE",
-		Short: "Check every revision of an unmounted store",
-		Long: `Check every revision of STORE: its record's checksum, the agreement of
-the record with the index, the rebuild of its whole delta chain and the
-content hash of the result. Every problem is reported on stdout with the
-file (id and name) and revision it affects.
+		Short: "Check every revision, snapshot and live file of a store",
+		Long: `Check the whole of STORE:
+
+  - every revision: its index row, its record's checksum and agreement
+    with the index, the rebuild of its whole delta chain and the content
+    hash of the result;
+  - index and segments agree both ways: no index entry points outside
+    the data, and every committed segment byte is a record some entry
+    points at;
+  - every snapshot: each directory tree is there, decodes and hashes to
+    its name, each file names a revision that exists, reads back and has
+    the file's size, and the snapshot's reference set is exactly the
+    revisions its tree names;
+  - every live file holds what its last recorded revision holds, unless
+    a change is pending (the file is open for writing in a running mount,
+    or a mount stopped before recording it and the next mount will).
+
+Every problem is reported on stdout with where it is (a snapshot path, a
+live path, a segment offset) and the file (id and name) and revision it
+affects.
+
+A mounted store is verified through the running mount (read-only; STORE
+may be the store or any path inside the mount); an unmounted one is
+opened and locked, as the mount would.
 
 Exit status: 0 when the store is clean, 8 when problems were found, and
 another non-zero status when verify could not run (4: the store is in
-use, 5: not a deltafs store).
-
-The store must not be mounted: verify takes the store lock, as the mount
-does, so unmount it first. A progress bar is shown when stderr is a
+use, 5: not a deltafs store). A progress bar is shown when stderr is a
 terminal.`,
 		Example: `  deltafs verify ~/work.dfs
+  deltafs verify ~/work          # a mounted store, through its mount
   deltafs verify --json ~/work.dfs > report.json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -42,17 +61,25 @@ terminal.`,
 
 // verifyProblem is one problem as the JSON report lists it.
 type verifyProblem struct {
-	File  index.FileID `json:"file"`
-	Name  string       `json:"name"`
-	Rev   index.Rev    `json:"rev"`
-	Error string       `json:"error"`
+	Kind  objstore.ProblemKind `json:"kind"`
+	File  index.FileID         `json:"file"`
+	Name  string               `json:"name"`
+	Rev   index.Rev            `json:"rev"`
+	Path  string               `json:"path,omitempty"`
+	Error string               `json:"error"`
 }
 
 // verifyResult is the JSON report.
 type verifyResult struct {
 	Store     string          `json:"store"`
+	Mounted   bool            `json:"mounted"`
 	Files     int64           `json:"files"`
 	Revisions int64           `json:"revisions"`
+	Segments  int64           `json:"segments"`
+	Snapshots int64           `json:"snapshots"`
+	Trees     int64           `json:"trees"`
+	LiveFiles int64           `json:"live_files"`
+	Pending   int64           `json:"live_pending"` // change not recorded yet: open for writing, or left to the next mount
 	Clean     bool            `json:"clean"`
 	Problems  []verifyProblem `json:"problems"`
 }
@@ -67,39 +94,81 @@ func (e *problemsError) Error() string {
 	return fmt.Sprintf("%d problems found in %s", e.n, e.store)
 }
 
-// runVerify verifies the store and reports what it found.
-func runVerify(cmd *cobra.Command, store string, asJSON bool) error {
+// runVerify verifies the store, through its mount if it is mounted, and
+// reports what it found.
+func runVerify(cmd *cobra.Command, arg string, asJSON bool) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	s, err := objstore.Open(store, objstore.Config{Holder: "verify"})
-	if err != nil {
-		return err
+	store := arg
+	if s, err := mount.StoreOf(arg); err == nil {
+		store = s
 	}
-	defer s.Close()
-	st, err := s.Stats(ctx)
-	if err != nil {
-		return err
-	}
-	res := verifyResult{Store: store, Files: st.Files, Revisions: st.Revisions, Problems: []verifyProblem{}}
+	res := verifyResult{Store: arg, Problems: []verifyProblem{}}
 	out := cmd.OutOrStdout()
 	bar := newProgressBar(cmd.ErrOrStderr(), "verify")
-	report := func(p objstore.Problem) {
-		vp := verifyProblem{File: p.Rev.File, Rev: p.Rev.Rev, Error: p.Err.Error()}
-		if m, err := s.File(p.Rev.File); err == nil {
-			vp.Name = m.Name
-		}
+	report := func(p mount.ProblemInfo) {
+		vp := verifyProblem(p)
 		res.Problems = append(res.Problems, vp)
 		if !asJSON {
 			bar.clear()
-			fmt.Fprintf(out, "file %d (%s) revision %d: %s\n", vp.File, vp.Name, vp.Rev, vp.Error)
+			printProblem(out, vp)
 		}
 	}
-	progress := func(done, total int) { bar.update(int64(done), int64(total), 0, 0) }
-	n, err := s.VerifyProgress(ctx, report, progress)
+	progress := func(p objstore.VerifyProgress) {
+		if bar != nil {
+			bar.label = "verify " + p.Phase
+		}
+		bar.update(p.Done, p.Total, 0, 0)
+	}
+	rep, err := mount.VerifyMounted(ctx, store, func(m mount.VerifyMessage) {
+		if m.Problem != nil {
+			report(*m.Problem)
+		}
+		if m.Progress != nil {
+			progress(*m.Progress)
+		}
+	})
+	res.Mounted = err == nil
+	if errors.Is(err, mount.ErrNotMounted) {
+		rep, err = verifyOffline(cmd, store, report, progress)
+	}
 	bar.finish()
 	if err != nil {
-		return fmt.Errorf("verify stopped after %d problems: %w", n, err)
+		return fmt.Errorf("verify stopped after %d problems: %w", len(res.Problems), err)
 	}
+	return finishVerify(out, res, rep, asJSON)
+}
+
+// verifyOffline opens and locks the unmounted store and verifies it.
+func verifyOffline(cmd *cobra.Command, store string, report func(mount.ProblemInfo), progress func(objstore.VerifyProgress)) (mount.VerifyReport, error) {
+	s, err := objstore.Open(store, objstore.Config{Holder: "verify"})
+	if err != nil {
+		return mount.VerifyReport{}, err
+	}
+	defer s.Close()
+	return mount.VerifyOffline(cmd.Context(), s, store, func(p objstore.Problem) { report(mount.InfoOf(p, s)) }, progress)
+}
+
+// printProblem prints one problem line: a revision's as "file F (NAME)
+// revision R: ERROR", anything else as "WHERE (file F revision R): ERROR".
+func printProblem(w io.Writer, p verifyProblem) {
+	switch {
+	case p.Path == "":
+		fmt.Fprintf(w, "file %d (%s) revision %d: %s\n", p.File, p.Name, p.Rev, p.Error)
+	case p.File == 0:
+		fmt.Fprintf(w, "%s: %s\n", p.Path, p.Error)
+	default:
+		fmt.Fprintf(w, "%s (file %d (%s) revision %d): %s\n", p.Path, p.File, p.Name, p.Rev, p.Error)
+	}
+}
+
+// finishVerify prints the summary (or the JSON report) and returns a
+// problemsError if there were problems.
+func finishVerify(out io.Writer, res verifyResult, rep mount.VerifyReport, asJSON bool) error {
+	st := rep.Store
+	res.Files, res.Revisions, res.Segments, res.Snapshots, res.Trees = st.Files, st.Revisions, st.Segments, st.Snapshots, st.Trees
+	res.LiveFiles, res.Pending = rep.Live.Files, rep.Live.Pending
+	n := len(res.Problems)
 	res.Clean = n == 0
 	if asJSON {
 		if err := writeJSON(out, res); err != nil {
@@ -110,10 +179,14 @@ func runVerify(cmd *cobra.Command, store string, asJSON bool) error {
 		if n > 0 {
 			verdict = fmt.Sprintf("%d problems", n)
 		}
-		fmt.Fprintf(out, "verified %d revisions of %d files in %s: %s\n", res.Revisions, res.Files, store, verdict)
+		if res.Pending > 0 {
+			verdict += fmt.Sprintf(" (%d live files hold changes not recorded yet: open for writing, or left to the next mount)", res.Pending)
+		}
+		fmt.Fprintf(out, "verified %d revisions of %d files, %d snapshots (%d trees) and %d live files in %s: %s\n",
+			res.Revisions, res.Files, res.Snapshots, res.Trees, res.LiveFiles, res.Store, verdict)
 	}
 	if n > 0 {
-		return &problemsError{n: n, store: store}
+		return &problemsError{n: n, store: res.Store}
 	}
 	return nil
 }

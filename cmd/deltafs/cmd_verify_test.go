@@ -15,7 +15,7 @@ import (
 func TestVerifyClean(t *testing.T) {
 	dir := makeStore(t, 2, 10)
 	r := runCLI(t, nil, "verify", dir)
-	if r.code != exitOK || r.stderr != "" || r.stdout != "verified 20 revisions of 2 files in "+dir+": clean\n" {
+	if r.code != exitOK || r.stderr != "" || r.stdout != "verified 20 revisions of 2 files, 0 snapshots (0 trees) and 0 live files in "+dir+": clean\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	r = runCLI(t, nil, "verify", "--json", dir)
@@ -57,7 +57,7 @@ func TestVerifyProblems(t *testing.T) {
 		}
 	}
 	n := len(lines) - 1
-	if n == 0 || lines[n] != fmt.Sprintf("verified 20 revisions of 2 files in %s: %d problems", dir, n) {
+	if n == 0 || lines[n] != fmt.Sprintf("verified 20 revisions of 2 files, 0 snapshots (0 trees) and 0 live files in %s: %d problems", dir, n) {
 		t.Errorf("summary %q after %d problems", lines[n], n)
 	}
 	if strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, fmt.Sprintf("deltafs: verify: %d problems found in %s", n, dir)) {

@@ -1,0 +1,264 @@
+package mount
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/objstore"
+	"golang.org/x/sys/unix"
+)
+
+// LiveSummary counts what the live-file check looked at.
+type LiveSummary struct {
+	Files    int64 // regular live files compared with their last revision
+	Pending  int64 // files whose change is not recorded yet: open for writing, or left to the next mount (pending journal)
+	Skipped  int64 // files larger than a revision may be: never recorded
+	Problems int
+}
+
+// liveCheck compares every live file with its file's last recorded
+// revision: they must be equal, unless a change is pending (the file is
+// open for writing in a running mount). It reads the live directory and
+// the store only.
+type liveCheck struct {
+	st   *objstore.Store
+	live string // STORE/live
+	// storeFile maps a live FileID to its store file.
+	storeFile func(fs.FileID) (index.FileID, bool)
+	// writing, if set, returns the live inode numbers open for writing.
+	writing func() map[uint64]bool
+	// journaled holds the files the pending journal names (offline: a
+	// mount stopped before recording them; the next mount redoes them).
+	journaled map[fs.FileID]bool
+	// settle, if set, waits until every change reported so far is
+	// recorded; a file that disagrees is checked again after it, since
+	// its change may have been reported while the check ran.
+	settle func(ctx context.Context) error
+	report func(objstore.Problem)
+	sum    LiveSummary
+}
+
+// run walks the live directory.
+func (c *liveCheck) run(ctx context.Context) (LiveSummary, error) {
+	err := filepath.WalkDir(c.live, func(p string, d iofs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(c.live, p)
+		c.file(ctx, p, rel)
+		return nil
+	})
+	if err != nil {
+		return c.sum, fmt.Errorf("live files: %w", err)
+	}
+	return c.sum, nil
+}
+
+// file checks one live file, twice if it disagrees and a change may have
+// been reported meanwhile.
+func (c *liveCheck) file(ctx context.Context, p, rel string) {
+	rev, pending, err := c.check(ctx, p)
+	if err != nil && !pending && c.settle != nil {
+		if serr := c.settle(ctx); serr == nil {
+			rev, pending, err = c.check(ctx, p)
+		}
+	}
+	if !errors.Is(err, errTooLarge) {
+		c.sum.Files++
+	}
+	switch {
+	case pending:
+		c.sum.Pending++
+	case errors.Is(err, errTooLarge):
+		c.sum.Skipped++
+	case err != nil:
+		c.sum.Problems++
+		c.report(objstore.Problem{Kind: objstore.ProblemLive, Rev: rev, Path: "live " + rel, Err: err})
+	}
+}
+
+// errTooLarge: the file is larger than a revision may be (never recorded).
+var errTooLarge = errors.New("too large to record")
+
+// check compares the live file at p with its last revision; pending says
+// a disagreement is a change not recorded yet.
+func (c *liveCheck) check(ctx context.Context, p string) (index.RevID, bool, error) {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		return index.NullRev, false, err
+	}
+	if st.Size > maxRecordBytes {
+		return index.NullRev, false, errTooLarge
+	}
+	var id fs.FileID
+	if n, err := unix.Lgetxattr(p, fs.XattrID, id[:]); err != nil || n != len(id) {
+		id = fs.FileID{}
+	}
+	var m index.FileMeta
+	fid, ok := c.storeFile(id)
+	if ok && !id.IsZero() {
+		var err error
+		if m, err = c.st.File(fid); err != nil {
+			return index.RevID{File: fid}, false, fmt.Errorf("its store file: %w", err)
+		}
+	}
+	if m.Revs == 0 {
+		if st.Size == 0 {
+			return index.NullRev, false, nil
+		}
+		return index.NullRev, c.pending(st.Ino, id), fmt.Errorf("%d bytes never recorded: the file has no revision", st.Size)
+	}
+	last := index.RevID{File: fid, Rev: index.Rev(m.Revs - 1)}
+	want, err := c.st.Get(ctx, last)
+	if err != nil {
+		return last, false, fmt.Errorf("its last revision does not read back: %w", err)
+	}
+	same, err := sameContent(p, want)
+	if err != nil || same {
+		return last, false, err
+	}
+	return last, c.pending(st.Ino, id), fmt.Errorf("live content (%d bytes) differs from its last revision (%d bytes): a change was not recorded", st.Size, len(want))
+}
+
+// pending reports whether the change of live file id (inode ino) is
+// pending: it is open for writing (its latest change is not reported
+// yet), or the pending journal names it.
+func (c *liveCheck) pending(ino uint64, id fs.FileID) bool {
+	return c.writing != nil && c.writing()[ino] || !id.IsZero() && c.journaled[id]
+}
+
+// journaledFiles reads the pending journal of the store in dir without
+// changing it: the files a mount left to redo.
+func journaledFiles(dir string) (map[fs.FileID]bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, journalFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	j := &journal{pending: map[fs.FileID]*pendingFile{}}
+	j.replay(b)
+	set := map[fs.FileID]bool{}
+	for id := range j.pending {
+		set[id] = true
+	}
+	return set, nil
+}
+
+// sameContent reports whether the file at p holds exactly want.
+func sameContent(p string, want []byte) (bool, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for off := 0; ; {
+		n, err := f.Read(buf)
+		if n > 0 {
+			if off+n > len(want) || !bytes.Equal(buf[:n], want[off:off+n]) {
+				return false, nil
+			}
+			off += n
+		}
+		if errors.Is(err, io.EOF) {
+			return off == len(want), nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+}
+
+// VerifyReport is what a whole verification found: the store's summary
+// and the live files'.
+type VerifyReport struct {
+	Store objstore.VerifySummary
+	Live  LiveSummary
+}
+
+// Problems is the total of problems found.
+func (r VerifyReport) Problems() int { return r.Store.Problems + r.Live.Problems }
+
+// VerifyOffline checks the unmounted store st in dir: everything
+// objstore.VerifyAll checks, then every live file against its last
+// revision.
+func VerifyOffline(ctx context.Context, st *objstore.Store, dir string, report func(objstore.Problem), progress func(objstore.VerifyProgress)) (VerifyReport, error) {
+	var r VerifyReport
+	var err error
+	if r.Store, err = st.VerifyAll(ctx, report, progress); err != nil {
+		return r, err
+	}
+	ids, err := readIDs(dir)
+	if err != nil {
+		return r, err
+	}
+	journaled, err := journaledFiles(dir)
+	if err != nil {
+		return r, err
+	}
+	c := &liveCheck{st: st, live: filepath.Join(dir, liveDir), report: report, journaled: journaled,
+		storeFile: func(id fs.FileID) (index.FileID, bool) { f, ok := ids[id]; return f, ok }}
+	if _, err := os.Stat(c.live); errors.Is(err, os.ErrNotExist) {
+		return r, nil // never mounted
+	}
+	r.Live, err = c.run(ctx)
+	return r, err
+}
+
+// verify checks the mounted store read-only, beside the mount's writers:
+// it first waits until everything reported is recorded, then checks the
+// store (objstore.VerifyAll) and every live file; a live file open for
+// writing may disagree with its last revision (its change is pending). It
+// stops when the mount starts closing.
+func (m *running) verify(ctx context.Context, report func(objstore.Problem), progress func(objstore.VerifyProgress)) (VerifyReport, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var r VerifyReport
+	if err := m.rec.Sync(ctx); err != nil {
+		return r, err
+	}
+	var err error
+	if r.Store, err = m.st.VerifyAll(ctx, report, progress); err != nil {
+		return r, err
+	}
+	c := &liveCheck{st: m.st, live: filepath.Join(m.store, liveDir), report: report, settle: m.rec.Sync,
+		writing: func() map[uint64]bool {
+			set := map[uint64]bool{}
+			for _, w := range m.fsys.Writers() {
+				set[w.Node] = true
+			}
+			return set
+		}}
+	if m.sink != nil {
+		c.storeFile = m.sink.storeID
+	} else { // read-only: nothing is recorded, the ids file is as it was
+		ids, err := readIDs(m.store)
+		if err != nil {
+			return r, err
+		}
+		c.storeFile = func(id fs.FileID) (index.FileID, bool) { f, ok := ids[id]; return f, ok }
+	}
+	r.Live, err = c.run(ctx)
+	return r, err
+}
