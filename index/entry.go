@@ -60,10 +60,15 @@ const (
 	// and Hash is 0, not the content hash; reads trust the records'
 	// checksums for it.
 	FlagHashDeferred Flags = 1 << 8
+	// FlagRepacked lives in the index only: a repack chose how this
+	// revision is stored after trying its whole window of candidates.
+	// A later repack with reuse keeps that choice verbatim (git's delta
+	// reuse) as long as it meets the caps.
+	FlagRepacked Flags = 1 << 9
 )
 
 // RecordFlags returns the flags a revision's segment record carries.
-func (f Flags) RecordFlags() Flags { return f &^ FlagHashDeferred }
+func (f Flags) RecordFlags() Flags { return f &^ (FlagHashDeferred | FlagRepacked) }
 
 // Entry is the index record of one revision.
 type Entry struct {

@@ -216,6 +216,8 @@ type repacker struct {
 	total, totalBytes            int64
 	done, committed, doneBytes   atomic.Int64
 	redeltaed, reused, unchanged atomic.Int64
+	uncommitted                  atomic.Int64  // revisions appended to the shadow since its last commit
+	unwritten                    atomic.Uint64 // and their record bytes
 	started                      time.Time
 	progressMu                   sync.Mutex
 }
@@ -383,6 +385,11 @@ func (rp *repacker) repackFiles(ctx context.Context, rep *RepackReport) error {
 	}
 	close(ch)
 	wg.Wait()
+	if context.Cause(ctx) == nil {
+		if err := rp.commitRest(); err != nil {
+			return err
+		}
+	}
 	rep.Redeltaed, rep.Reused, rep.Unchanged = rp.redeltaed.Load(), rp.reused.Load(), rp.unchanged.Load()
 	if err := context.Cause(ctx); err != nil {
 		return fmt.Errorf("objstore: repack: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 
 	"github.com/deltafs/deltafs/index"
@@ -36,7 +37,10 @@ func (fw *fileWork) fullEstimate(n uint64) uint64 {
 }
 
 // repackFile repacks the revisions of one file the shadow does not hold
-// yet, in revision order, committing every few hundred.
+// yet, in revision order. Commits are shared by all jobs (see
+// appended): a file's last revisions wait in the open batch for the next
+// commit, whichever job makes it, so a store of many small files costs a
+// commit per few hundred revisions, not one per file.
 func (rp *repacker) repackFile(ctx context.Context, j fileJob) error {
 	sm, err := rp.shadow.idx.File(j.id)
 	if errors.Is(err, index.ErrNotFound) {
@@ -47,9 +51,6 @@ func (rp *repacker) repackFile(ctx context.Context, j fileJob) error {
 	}
 	defer close(rp.fileDone[j.id])
 	fw := &fileWork{id: j.id, name: j.meta.Name, meta: sm}
-	var b *batch
-	var n int
-	var written uint64
 	for rev := rp.firstRev(sm); uint32(rev) < j.meta.Revs; rev++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -61,25 +62,20 @@ func (rp *repacker) repackFile(ctx context.Context, j fileJob) error {
 			}
 			continue
 		}
-		if b, err = rp.repackRev(ctx, fw, id, &written); err != nil {
+		var written uint64
+		b, err := rp.repackRev(ctx, fw, id, &written)
+		if err != nil {
 			return fmt.Errorf("revision %d of file %d: %w", rev, j.id, err)
 		}
-		if n++; n%rp.opt.commitEvery == 0 || written >= repackCommitBytes {
-			if err := rp.commit(b, n); err != nil {
-				return err
-			}
-			n, written = 0, 0
-			rp.checkMemory()
+		if err := rp.appended(b, written); err != nil {
+			return err
 		}
 	}
 	if rp.opt.keep != nil && fw.meta.Revs < j.meta.Revs {
 		// The file's last revisions were left out: record that it is
 		// done all the same.
 		fw.meta.Revs = j.meta.Revs
-		b = rp.shadow.enqueueMeta(j.id, fw.meta)
-	}
-	if b != nil {
-		if err := rp.commit(b, n); err != nil {
+		if err := rp.appended(rp.shadow.enqueueMeta(j.id, fw.meta), 0); err != nil {
 			return err
 		}
 	}
@@ -87,12 +83,47 @@ func (rp *repacker) repackFile(ctx context.Context, j fileJob) error {
 	return nil
 }
 
-func (rp *repacker) commit(b *batch, n int) error {
+// appended counts one more revision (of written record bytes) appended to
+// the shadow's open batch b, and commits the batch, with every job's
+// revisions in it, once it holds commitEvery revisions or
+// repackCommitBytes: what an interruption may lose.
+func (rp *repacker) appended(b *batch, written uint64) error {
+	n := rp.uncommitted.Add(1)
+	w := rp.unwritten.Add(written)
+	if n < int64(rp.opt.commitEvery) && w < repackCommitBytes {
+		return nil
+	}
+	rp.uncommitted.Store(0)
+	rp.unwritten.Store(0)
+	if err := rp.commit(b); err != nil {
+		return err
+	}
+	rp.checkMemory()
+	return nil
+}
+
+// commit waits until b (and so every revision appended before it) is
+// durable in the shadow.
+func (rp *repacker) commit(b *batch) error {
+	done := rp.done.Load() // counted after their append: all in b or before
 	if err := rp.shadow.wait(b); err != nil {
 		return err
 	}
-	rp.committed.Add(int64(n))
+	for c := rp.committed.Load(); c < done && !rp.committed.CompareAndSwap(c, done); c = rp.committed.Load() {
+	}
 	return nil
+}
+
+// commitRest commits what the jobs left in the shadow's open batch.
+func (rp *repacker) commitRest() error {
+	s := rp.shadow
+	s.wmu.Lock()
+	b := s.open
+	s.wmu.Unlock()
+	if b == nil {
+		return nil
+	}
+	return rp.commit(b)
 }
 
 // repackRev decides how to store one revision and appends it to the shadow.
@@ -147,13 +178,19 @@ func (rp *repacker) decide(ctx context.Context, fw *fileWork, e index.Entry) (in
 	if e.Kind == index.KindDedup {
 		return rp.dedupEntry(e), nil, outUnchanged, nil
 	}
+	if rp.opt.Reuse == ReuseAuto && e.Kind == index.KindFull && e.Flags&index.FlagRepacked != 0 {
+		raw, err := rp.rawRecord(&e)
+		return e, raw, outUnchanged, err // a repack found no better base for it
+	}
 	if rp.opt.Reuse == ReuseAuto && e.Kind != index.KindFull {
 		ne, rec, ok, err := rp.tryReuse(ctx, fw, e)
 		if ok || err != nil {
 			return ne, rec, outReused, err
 		}
 	}
-	return rp.recompute(ctx, fw, e)
+	ne, rec, out, err := rp.recompute(ctx, fw, e)
+	ne.Flags |= index.FlagRepacked
+	return ne, rec, out, err
 }
 
 // dedupEntry keeps a dedup as it is, with its target's new chain facts if
@@ -175,7 +212,8 @@ func (rp *repacker) dedupEntry(e index.Entry) index.Entry {
 const reuseTrust = 16
 
 // tryReuse keeps e's delta verbatim if its base is already in the shadow,
-// the new chain meets the caps and the delta is small enough to trust.
+// the new chain meets the caps and the delta is small enough to trust, or
+// an earlier repack chose it (index.FlagRepacked).
 func (rp *repacker) tryReuse(ctx context.Context, fw *fileWork, e index.Entry) (index.Entry, []byte, bool, error) {
 	be, ok := rp.doneEntry(ctx, fw.id, e.Base)
 	if !ok {
@@ -184,7 +222,12 @@ func (rp *repacker) tryReuse(ctx context.Context, fw *fileWork, e index.Entry) (
 	c := candidateOf(RoleCarried, be)
 	c.DeltaLen = int64(e.Stored)
 	est := fw.fullEstimate(e.Size)
-	if est == 0 || uint64(e.Stored)*reuseTrust > est || rule(c, Target{TextLen: e.Size, FullLen: est}, rp.caps) != "" {
+	trusted := e.Flags&index.FlagRepacked != 0 // chosen by a repack's full search
+	t := Target{TextLen: e.Size, FullLen: est}
+	if trusted && est == 0 {
+		t.FullLen = math.MaxUint64 // it was smaller than the fulltext then
+	}
+	if !trusted && (est == 0 || uint64(e.Stored)*reuseTrust > est) || rule(c, t, rp.caps) != "" {
 		return index.Entry{}, nil, false, nil
 	}
 	raw, err := rp.rawRecord(&e)

@@ -200,21 +200,34 @@ func copyShadow(dir, sdir string, log *slog.Logger) error {
 		return err
 	}
 	gc := isGCShadow(sdir)
-	return sdb.Files(nil, func(f index.FileID, sm index.FileMeta) error {
+	// One batch across files: a store of many small files would otherwise
+	// cost a commit (an fsync) per file. Copying again after a crash
+	// writes the same rows, so chunks may end anywhere.
+	b := index.Batch{Files: map[index.FileID]index.FileMeta{}, Tail: tail}
+	flush := func() error {
+		if len(b.Entries) == 0 && len(b.Files) == 0 {
+			return nil
+		}
+		err := ldb.Commit(&b)
+		b.Entries, b.Files = b.Entries[:0], map[index.FileID]index.FileMeta{}
+		return err
+	}
+	err = sdb.Files(nil, func(f index.FileID, sm index.FileMeta) error {
 		lm, err := ldb.File(f)
 		if err != nil {
 			return err
 		}
 		lm.LastSnap, lm.HasSnap = sm.LastSnap, sm.HasSnap
-		if err := copyFile(ldb, sdb, f, lm, tail); err != nil || !gc {
+		b.Files[f] = lm // carries the record of a file with no kept revision, too
+		if err := copyFile(sdb, f, &b, flush); err != nil || !gc {
 			return err
 		}
-		if err := deleteRemoved(ldb, sdb, f); err != nil {
-			return err
-		}
-		// A file with no kept revision has had no entry to carry its record.
-		return ldb.Commit(&index.Batch{Files: map[index.FileID]index.FileMeta{f: lm}, Tail: tail})
+		return deleteRemoved(ldb, sdb, f)
 	})
+	if err != nil {
+		return err
+	}
+	return flush()
 }
 
 // checkComplete refuses a shadow that lacks a revision of the live store:
@@ -232,20 +245,11 @@ func checkComplete(ldb, sdb *index.DB) error {
 	})
 }
 
-// copyFile copies file f's shadow entries in chunks. A dedup entry takes the
-// chain facts of its target's new entry (its target may be in a file done
-// after it).
-func copyFile(ldb, sdb *index.DB, f index.FileID, meta index.FileMeta, tail index.Tail) error {
-	b := index.Batch{Files: map[index.FileID]index.FileMeta{f: meta}, Tail: tail}
-	flush := func() error {
-		if len(b.Entries) == 0 {
-			return nil
-		}
-		err := ldb.Commit(&b)
-		b.Entries = b.Entries[:0]
-		return err
-	}
-	err := sdb.Revisions(nil, f, func(e index.Entry) error {
+// copyFile adds file f's shadow entries to b, flushing it every
+// switchChunk entries. A dedup entry takes the chain facts of its
+// target's new entry (its target may be in a file done after it).
+func copyFile(sdb *index.DB, f index.FileID, b *index.Batch, flush func() error) error {
+	return sdb.Revisions(nil, f, func(e index.Entry) error {
 		if e.Kind == index.KindDedup {
 			te, err := sdb.Entry(e.Base)
 			if err != nil {
@@ -259,10 +263,6 @@ func copyFile(ldb, sdb *index.DB, f index.FileID, meta index.FileMeta, tail inde
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return flush()
 }
 
 // swapSegments puts the shadow's segments in place of the live ones. Each
