@@ -84,12 +84,14 @@
 // of every pending file on the Recorder before the mount serves
 // (journal_redo.go): it finds the live file by its path hint or, if the
 // hint is stale, by one walk of the live tree reading FileIDs; compares
-// it with the file's newest revision (size, then the content hash in
-// the index); and records it when they differ. A file gone from the
+// it with the file's newest revision (the same size and a ctime well
+// before the revision: unchanged, not read; else the size and the
+// content hash in the index); and records it when they differ. A file gone from the
 // live tree is dropped. The redo runs in the Recorder's goroutine while
 // the mount serves; Sync (snapshots, unmount) waits for all of it, and
 // Wait and Flush of a file (its fsync, its history view) for that
-// file's redo. A clean unmount leaves the journal empty.
+// file's redo. A clean unmount leaves the journal empty. A read-only
+// mount neither journals nor redoes: the next writable mount does.
 //
 // Why a log rather than one file per pending FileID or badger keys: one
 // write(2) of ~60 bytes per session on the write path, against a

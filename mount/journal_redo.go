@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/deltafs/deltafs/fs"
@@ -122,10 +123,6 @@ func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
 		r.log.Warn("pending file too large to record; left unrecorded", "path", rel, "size", fi.Size())
 		return nil
 	}
-	data, err := readContent(f, fi.Size())
-	if err != nil {
-		return err
-	}
 	r.ls.mu.Lock()
 	defer r.ls.mu.Unlock()
 	s := r.ls.sink
@@ -142,6 +139,13 @@ func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
 	var prev index.RevID
 	if known {
 		prev = s.prev(fid)
+	}
+	if r.unchangedSince(prev, fi) {
+		return nil
+	}
+	data, err := readContent(f, fi.Size())
+	if err != nil {
+		return err
 	}
 	if same, err := r.holds(ctx, prev, data); same || err != nil {
 		return err
@@ -165,6 +169,21 @@ func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
 	delete(s.known, fid) // the next report's ranges start from an older state
 	r.log.Info("recorded a change a previous mount left unrecorded", "path", rel, "rev", e.ID())
 	return nil
+}
+
+// unchangedSince reports, without reading the file, that it has not
+// changed since revision prev was recorded: same size, and its ctime
+// well before the revision's time. Unlike the mtime, which utimens sets
+// at will (tar, cp -p), the ctime moves with every write and cannot be
+// set back. A file dirtied but never written (a passthrough writer
+// that wrote nothing) or recorded just before the kill is skipped so.
+func (r *redoer) unchangedSince(prev index.RevID, fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if prev.IsNull() || !ok {
+		return false
+	}
+	e, err := r.st.Entry(prev)
+	return err == nil && e.Size == uint64(fi.Size()) && st.Ctim.Nano() < e.Time-int64(mtimeSlack)
 }
 
 // holds reports whether revision prev has exactly data: the sizes first,

@@ -100,7 +100,7 @@ func TestJournalReplayTornTailAndCompaction(t *testing.T) {
 func TestRedoAtMount(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "s.dfs")
 	l := start(t, store)
-	for _, name := range []string{"a", "b", "c", "d/x", "gone"} {
+	for _, name := range []string{"a", "b", "c", "d/x", "gone", "m"} {
 		p := filepath.Join(l.mnt, name)
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		if err := os.WriteFile(p, testutil.Bytes(uint64(len(name)), 20_000), 0o644); err != nil {
@@ -128,6 +128,13 @@ func TestRedoAtMount(t *testing.T) {
 	j.dirtied(ida, "a")
 	writeLive(t, lp("a"), newA)
 	j.dirtied(idb, "b") // dirtied, never changed
+	idm, newM := idOf("m"), testutil.Bytes(104, 20_000)
+	j.dirtied(idm, "m") // same size, mtime set back (tar, cp -p): only the ctime tells
+	writeLive(t, lp("m"), newM)
+	old := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(lp("m"), old, old); err != nil {
+		t.Fatal(err)
+	}
 	j.dirtied(idx, "d/x")
 	newX := testutil.Bytes(101, 20_000)
 	writeLive(t, lp("d/x"), newX)
@@ -186,6 +193,7 @@ func TestRedoAtMount(t *testing.T) {
 		{idx, "x2", newX, 2},
 		{idt, "c", newC, 2}, // continues c's history
 		{idn, "n", newN, 1},
+		{idm, "m", newM, 2},
 	} {
 		f, ok := ids[c.id]
 		if !ok {
