@@ -275,18 +275,36 @@ func (db *DB) EachSnapshotRefs(ctx context.Context, fn func(id SnapshotID, r *Re
 }
 
 // EachSnapshotRawRefs is EachSnapshotRefs without decoding the sets: fn
-// gets each set's checked bytes, to probe with RawRefs.FileRevs; it must
-// not keep them.
+// gets each set's checked bytes, to probe with RawRefs.FileRevs; they are
+// valid only during the call (badger's own buffer: a log of one file over
+// thousands of snapshots copies none of them).
 func (db *DB) EachSnapshotRawRefs(ctx context.Context, fn func(id SnapshotID, r RawRefs) error) error {
-	err := db.scan(ctx, prefixSnapRefs, true, func(k, v []byte) error {
-		if len(k) != len(prefixSnapRefs)+8 {
-			return fmt.Errorf("%w: reference set key %x", ErrDecode, k)
+	err := db.bdb.View(func(txn *badger.Txn) error {
+		o := badger.DefaultIteratorOptions
+		o.Prefix, o.PrefetchValues = prefixSnapRefs, false
+		it := txn.NewIterator(o)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctxErr(ctx); err != nil {
+				return err
+			}
+			k := it.Item().Key()
+			if len(k) != len(prefixSnapRefs)+8 {
+				return fmt.Errorf("%w: reference set key %x", ErrDecode, k)
+			}
+			id := SnapshotID(beUint64(k[len(prefixSnapRefs):]))
+			err := it.Item().Value(func(v []byte) error {
+				r, err := rawRefs(v)
+				if err != nil {
+					return fmt.Errorf("key %x: %w", k, err)
+				}
+				return fn(id, r)
+			})
+			if err != nil {
+				return err
+			}
 		}
-		r, err := rawRefs(v)
-		if err != nil {
-			return fmt.Errorf("key %x: %w", k, err)
-		}
-		return fn(SnapshotID(beUint64(k[len(prefixSnapRefs):])), r)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("index: reference sets: %w", err)
