@@ -53,7 +53,12 @@
 // file there, so that a change that dies with the mount can be redone.
 //
 // Each Change carries the live file reopened read-only (Content), so a
-// recorder reads the right inode after a rename or unlink. A recorder
+// recorder reads the right inode after a rename or unlink; past
+// maxContentFds pending changes it carries the file's handle instead
+// (name_to_handle_at(2), no descriptor), which Change.Open resolves when
+// the recorder gets to it (by path and FileID where handles need
+// privileges we lack). A file removed before then is not recorded in
+// that case. A recorder
 // reads the live file later, in the background; so that it never reads a
 // later version, a writable open or a truncate of a file whose previous
 // change is still queued waits for that recording (Recorder.Wait), and

@@ -49,12 +49,14 @@ type FS struct {
 	loop        *gofs.LoopbackRoot
 	root        *Node
 	rootFd      int // O_PATH descriptor of the live directory
+	dirFd       int // the live directory opened for reading: open_by_handle_at(2) refuses O_PATH
 	rootIno     uint64
 	snaps       Snapshots
 	hist        History
 	tree        *TreeBuilder
 	writers     writing
-	open        openWriters // writable handles not released yet
+	open        openWriters  // writable handles not released yet
+	contentFds  atomic.Int64 // Changes holding an open descriptor (see maxContentFds)
 
 	// serverReads counts reads served by this process for handles
 	// meant for passthrough: zero when passthrough works.
@@ -84,6 +86,10 @@ func New(cfg Config) (*FS, error) {
 		return nil, fmt.Errorf("live directory %s: %w", cfg.LiveDir, err)
 	}
 	f.rootFd = fd
+	if f.dirFd, err = syscall.Open(cfg.LiveDir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0); err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("live directory %s: %w", cfg.LiveDir, err)
+	}
 	f.loop = &gofs.LoopbackRoot{Path: cfg.LiveDir, Dev: uint64(st.Dev), NewNode: f.newNode}
 	f.root = f.newNode(f.loop, nil, "", &st).(*Node)
 	f.loop.RootNode = f.root
@@ -92,6 +98,7 @@ func New(cfg Config) (*FS, error) {
 
 // Close releases the live directory; call it after unmounting.
 func (f *FS) Close() error {
+	_ = syscall.Close(f.dirFd)
 	if err := syscall.Close(f.rootFd); err != nil {
 		return fmt.Errorf("close live directory: %w", err)
 	}

@@ -74,7 +74,9 @@ func (n *Node) truncatedByPath(old, size int64) {
 	defer syscall.Close(fd)
 	s := newSession(fd, false)
 	s.kept, s.changed = min(old, size), true
-	n.fsys.rec.Changed(s.report(fd, n.relPath(), false))
+	c := s.report(fd, n.relPath(), false)
+	n.fsys.attachContent(&c, fd)
+	n.fsys.rec.Changed(c)
 	n.reported = s.id
 }
 

@@ -222,7 +222,9 @@ func (n *Node) report(fd int, fsync bool) bool {
 	if !s.changed {
 		return false
 	}
-	n.fsys.rec.Changed(s.report(fd, n.relPath(), fsync))
+	c := s.report(fd, n.relPath(), fsync)
+	n.fsys.attachContent(&c, fd)
+	n.fsys.rec.Changed(c)
 	n.reported = s.id
 	return true
 }

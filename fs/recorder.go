@@ -73,16 +73,11 @@ type Change struct {
 
 	// Content is the live file opened read-only at the report, so that
 	// a recorder reads the right inode even after a rename or unlink.
-	// The recorder owns it and must close it. It is nil if reopening
-	// failed.
+	// The recorder owns it and must close it (Close). It is nil if
+	// reopening failed, or when too many changes hold one already (see
+	// maxContentFds): Open then opens the file when it is needed.
 	Content *os.File
-}
-
-// Close closes c.Content, if any.
-func (c Change) Close() {
-	if c.Content != nil {
-		_ = c.Content.Close()
-	}
+	ref     *contentRef
 }
 
 // FileRef names a file by identity and its path at the time.

@@ -88,7 +88,7 @@ func (s *session) aroundSetattr(path string, setattr func() syscall.Errno) sysca
 }
 
 // report returns the Change for the session's state, with the file's
-// size read from fd.
+// size read from fd; the caller attaches the live file (attachContent).
 func (s *session) report(fd int, path string, fsync bool) Change {
 	var st syscall.Stat_t
 	size := s.baseSize
@@ -104,7 +104,6 @@ func (s *session) report(fd int, path string, fsync bool) Change {
 	if c.New {
 		c.Kept = 0
 	}
-	c.Content = reopen(fd)
 	return c
 }
 

@@ -70,6 +70,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := checkFUSE(fuseDevice); err != nil {
 		return err
 	}
+	raiseFileLimit()
 	created := !exists(filepath.Join(store, "FORMAT"))
 	m, err := open(store, mnt, cfg)
 	if err != nil {
