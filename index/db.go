@@ -23,8 +23,9 @@ type Options struct {
 
 // DB is the badger-backed index. Safe for concurrent use.
 type DB struct {
-	bdb   *badger.DB
-	alloc sync.Mutex // serialises NewFile: the counter is hot and every commit fsyncs
+	bdb      *badger.DB
+	alloc    sync.Mutex // serialises NewFile's allocations (not its commits)
+	nextFile FileID     // next FileID to allocate, 0 until read; with alloc held
 }
 
 // Memory settings. The mount runs for days next to the user's work, so the
@@ -130,32 +131,56 @@ func (db *DB) SetFormat(v uint64) error {
 	})
 }
 
-// NewFile allocates a FileID and records its name.
+// NewFile allocates a FileID and records its name. The counter lives in
+// memory once read, and each allocation is a blind write (no read, so no
+// conflicts) committed in allocation order, so that the stored counter
+// only grows; concurrent calls share badger's synced writes instead of
+// taking one fsync each in turn (an untar records thousands of new files).
 func (db *DB) NewFile(name string) (FileID, error) {
 	db.alloc.Lock()
-	defer db.alloc.Unlock()
-	var id FileID
-	err := db.update(func(txn *badger.Txn) error {
-		id = 1
+	if db.nextFile == 0 {
+		if err := db.loadNextFile(); err != nil {
+			db.alloc.Unlock()
+			return 0, fmt.Errorf("index: new file %q: %w", name, err)
+		}
+	}
+	id := db.nextFile
+	db.nextFile++
+	meta, _ := (&FileMeta{Name: name}).MarshalBinary()
+	txn := db.bdb.NewTransaction(true)
+	err := txn.Set(fileKey(id), meta)
+	if err == nil {
+		err = txn.Set(keyNextFile, binary.BigEndian.AppendUint64(nil, uint64(id)+1))
+	}
+	done := make(chan error, 1)
+	if err != nil {
+		txn.Discard()
+		done <- err
+	} else {
+		txn.CommitWith(func(err error) { done <- err })
+	}
+	db.alloc.Unlock()
+	if err := <-done; err != nil {
+		return 0, fmt.Errorf("index: new file %q: %w", name, err)
+	}
+	return id, nil
+}
+
+// loadNextFile reads the stored counter, with alloc held.
+func (db *DB) loadNextFile() error {
+	return db.bdb.View(func(txn *badger.Txn) error {
+		db.nextFile = 1
 		b, err := getValue(txn, keyNextFile)
 		switch {
 		case err == nil && len(b) == 8:
-			id = FileID(binary.BigEndian.Uint64(b))
+			db.nextFile = FileID(binary.BigEndian.Uint64(b))
 		case err == nil:
 			return fmt.Errorf("%w: next file id", ErrDecode)
 		case !errors.Is(err, ErrNotFound):
 			return err
 		}
-		meta, _ := (&FileMeta{Name: name}).MarshalBinary()
-		if err := txn.Set(fileKey(id), meta); err != nil {
-			return err
-		}
-		return txn.Set(keyNextFile, binary.BigEndian.AppendUint64(nil, uint64(id)+1))
+		return nil
 	})
-	if err != nil {
-		return 0, fmt.Errorf("index: new file %q: %w", name, err)
-	}
-	return id, nil
 }
 
 // File returns the record of file f.

@@ -52,9 +52,12 @@
 // Recording: fs reports a Change when the last writable handle of a file
 // closes (or on fsync); the Recorder queues it and one background
 // goroutine hands it to a Sink, so close never waits. The store sink
-// reads the live file through the descriptor the Change carries and
-// Puts it (the store chooses the delta base: the file's previous
-// revision, a copy source as second parent and hint). fsync reports of
+// reads the live file through the Change (fs.Change.Open) and Puts it
+// (the store chooses the delta base: the file's previous revision, a
+// copy source as second parent and hint). A backlog of changes of
+// distinct files is recorded in windows whose puts run at once and so
+// share the store's group commits (storesink_batch.go): an untar costs
+// a commit per window, not per file. fsync reports of
 // one file are coalesced to at most one revision per FsyncInterval, and
 // a new file's first revision is held briefly so that an editor's
 // atomic save (write a temp file, rename it over the original) continues

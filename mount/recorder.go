@@ -284,12 +284,7 @@ func (r *Recorder) run() {
 		batch, closed := r.queue, r.closed
 		r.queue = nil
 		r.mu.Unlock()
-		for _, ev := range batch {
-			if err := r.sink.Record(ctx, ev); err != nil {
-				r.log.Error("recording failed", "err", err)
-			}
-			r.finished()
-		}
+		r.record(ctx, batch)
 		if len(batch) == 0 {
 			if closed {
 				return
@@ -299,11 +294,30 @@ func (r *Recorder) run() {
 	}
 }
 
-// finished counts one event done and wakes the Syncs it satisfies.
-func (r *Recorder) finished() {
+// record hands batch to the sink, all at once if it takes batches.
+func (r *Recorder) record(ctx context.Context, batch []Event) {
+	if bs, ok := r.sink.(BatchSink); ok && len(batch) > 0 {
+		bs.RecordBatch(ctx, batch, func(n int, err error) {
+			if err != nil {
+				r.log.Error("recording failed", "err", err)
+			}
+			r.finished(n)
+		})
+		return
+	}
+	for _, ev := range batch {
+		if err := r.sink.Record(ctx, ev); err != nil {
+			r.log.Error("recording failed", "err", err)
+		}
+		r.finished(1)
+	}
+}
+
+// finished counts n events done and wakes the Syncs they satisfy.
+func (r *Recorder) finished(n int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.done++
+	r.done += uint64(n)
 	kept := r.waiters[:0]
 	for _, w := range r.waiters {
 		if w.seq <= r.done {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/fs"
@@ -105,81 +106,153 @@ func (s *storeSink) Record(ctx context.Context, ev Event) error {
 // from the written ranges alone when they describe the change from the
 // previous revision, else from the whole live file.
 func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileID) error {
-	if c.Content == nil {
-		return fmt.Errorf("%s: live file not reopened; change not recorded", c.Path)
-	}
-	if c.Size > maxRecordBytes {
-		return fmt.Errorf("%s: %d bytes, more than the %d a revision may have; change not recorded", c.Path, c.Size, int64(maxRecordBytes))
-	}
-	fid, err := s.fileFor(c, continues)
+	j, err := s.stage(c, continues)
 	if err != nil {
 		return err
 	}
-	restored, restoring := s.restoring[fid]
-	delete(s.restoring, fid)
-	// A restore is a fulltext put, so that the store may dedup or delta
-	// it against the revision it brings back.
-	if !restoring {
-		if ok, err := s.fromWrites(ctx, fid, c); ok || err != nil {
-			return err
+	s.run(ctx, j)
+	return s.finish(j)
+}
+
+// job is the recording of one change: stage fills in what it needs from
+// the sink's maps (sequentially, in event order), run does the work
+// (reading the live file and putting; several jobs of distinct files may
+// run at once, see recordWindow), finish updates the maps.
+type job struct {
+	c        *fs.Change
+	fid      index.FileID // 0: a new store file, made by run
+	p1       index.RevID
+	baseLen  int64 // size of p1 when this mount recorded it (known)
+	haveBase bool
+	p2       index.RevID
+	hints    []index.RevID
+
+	entry index.Entry // results of run
+	size  int64
+	err   error
+	gone  bool // the live file was removed before it could be opened
+
+	restoring bool // the change restores revision p2: a fulltext put
+}
+
+// stage prepares the recording of c; a change that continues another
+// file's history is bound to that file's store identity now.
+func (s *storeSink) stage(c *fs.Change, continues fs.FileID) (*job, error) {
+	if c.Size > maxRecordBytes {
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d a revision may have; change not recorded", c.Path, c.Size, int64(maxRecordBytes))
+	}
+	j := &job{c: c}
+	switch {
+	case !continues.IsZero() && s.ids[continues] != 0:
+		j.fid = s.ids[continues]
+		if err := s.bind(c.ID, j.fid); err != nil {
+			return nil, err
 		}
+	case !c.ID.IsZero() && s.ids[c.ID] != 0:
+		j.fid = s.ids[c.ID]
 	}
-	data, err := readContent(c.Content, c.Size)
-	if err != nil {
-		return fmt.Errorf("%s: read live file: %w", c.Path, err)
-	}
-	s.liveRead.Add(int64(len(data)))
-	req := objstore.PutRequest{File: fid, Data: data, P1: s.prev(fid)}
-	if restoring {
-		req.P2, req.Hints = restored, []index.RevID{restored}
+	if j.fid != 0 { // else a new store file, made by run: no previous revision
+		j.p1 = s.prev(j.fid)
+		j.baseLen, j.haveBase = s.known[j.fid]
 	}
 	for _, src := range c.Sources {
-		if sf, ok := s.ids[src.ID]; ok && sf != fid {
-			req.Hints = append(req.Hints, s.prev(sf))
-			if req.P2.IsNull() {
-				req.P2 = s.prev(sf)
+		if sf, ok := s.ids[src.ID]; ok && sf != j.fid {
+			j.hints = append(j.hints, s.prev(sf))
+			if j.p2.IsNull() {
+				j.p2 = s.prev(sf)
 			}
 		}
 	}
-	e, err := s.st.Put(ctx, req)
-	if err != nil {
-		return fmt.Errorf("%s: record revision: %w", c.Path, err)
+	// A restore is a fulltext put, so that the store may dedup or delta
+	// it against the revision it brings back.
+	if restored, ok := s.restoring[j.fid]; ok && j.fid != 0 {
+		delete(s.restoring, j.fid)
+		j.restoring, j.p2, j.hints = true, restored, []index.RevID{restored}
 	}
-	s.last[fid] = e.ID()
-	s.known[fid] = int64(len(data))
+	return j, nil
+}
+
+// run records j's change; it touches none of the sink's maps.
+func (s *storeSink) run(ctx context.Context, j *job) {
+	c := j.c
+	live, err := c.Open()
+	if errors.Is(err, syscall.ESTALE) {
+		// Removed before its turn, while too many changes were pending
+		// for each to hold its file open (see fs.Change.Open).
+		s.log.Debug("live file removed before it was recorded", "path", c.Path)
+		j.gone = true
+		return
+	}
+	if err != nil {
+		j.err = fmt.Errorf("%s: live file not reopened; change not recorded: %w", c.Path, err)
+		return
+	}
+	if j.fid == 0 {
+		if j.fid, j.err = s.st.NewFile(c.Path); j.err != nil {
+			j.err = fmt.Errorf("%s: new store file: %w", c.Path, j.err)
+			return
+		}
+	}
+	if !j.restoring && s.fromWrites(ctx, j, live) {
+		return
+	}
+	data, err := readContent(live, c.Size)
+	if err != nil {
+		j.err = fmt.Errorf("%s: read live file: %w", c.Path, err)
+		return
+	}
+	s.liveRead.Add(int64(len(data)))
+	req := objstore.PutRequest{File: j.fid, Data: data, P1: j.p1, P2: j.p2, Hints: j.hints}
+	if j.entry, j.err = s.st.Put(ctx, req); j.err != nil {
+		j.err = fmt.Errorf("%s: record revision: %w", c.Path, j.err)
+	}
+	j.size = int64(len(data))
+}
+
+// finish takes j's results into the sink's maps.
+func (s *storeSink) finish(j *job) error {
+	if j.fid != 0 && !j.c.ID.IsZero() && s.ids[j.c.ID] != j.fid {
+		if err := s.bind(j.c.ID, j.fid); err != nil {
+			return errors.Join(j.err, err)
+		}
+	}
+	if j.err != nil || j.gone {
+		return j.err
+	}
+	s.last[j.fid] = j.entry.ID()
+	s.known[j.fid] = j.size
 	return nil
 }
 
-// fromWrites records c from its written ranges alone (a delta-only put:
-// reading, hashing and storing only the bytes written), when the previous
-// revision is exactly the content the ranges start from. It reports
-// whether it recorded c; false with a nil error means "record the whole
-// file": the store wants a fulltext (ErrNeedFulltext: its chain cap, at most
-// once per MaxChainLen revisions), or the live file changed under the
-// report (a later report describes that change).
-func (s *storeSink) fromWrites(ctx context.Context, fid index.FileID, c *fs.Change) (bool, error) {
-	baseLen, ok := s.known[fid]
-	p1 := s.prev(fid)
-	if !ok || c.New || c.Whole || len(c.Sources) > 0 || p1.IsNull() || c.Kept > baseLen {
-		return false, nil
+// fromWrites records j's change from its written ranges alone (a
+// delta-only put: reading, hashing and storing only the bytes written),
+// when the previous revision is exactly the content the ranges start
+// from. It reports whether it recorded the change; false means "record
+// the whole file": the store wants a fulltext (ErrNeedFulltext: its chain
+// cap, at most once per MaxChainLen revisions, or a delta no smaller than
+// the text), or the live file changed under the report (a later report
+// describes that change).
+func (s *storeSink) fromWrites(ctx context.Context, j *job, live io.ReaderAt) bool {
+	c := j.c
+	if !j.haveBase || c.New || c.Whole || len(c.Sources) > 0 || j.p1.IsNull() || c.Kept > j.baseLen {
+		return false
 	}
 	spans := make([]delta.Span, len(c.Dirty))
 	for i, r := range c.Dirty {
 		spans[i] = delta.Span{Off: r.Off, Len: r.Len}
 	}
-	d, err := delta.EncodeWrites(baseLen, c.Kept, c.Size, spans, countingReader{c.Content, &s.liveRead})
+	d, err := delta.EncodeWrites(j.baseLen, c.Kept, c.Size, spans, countingReader{live, &s.liveRead})
 	if err != nil {
-		s.log.Debug("no delta from the written ranges", "file", fid, "err", err)
-		return false, nil
+		s.log.Debug("no delta from the written ranges", "file", j.fid, "err", err)
+		return false
 	}
-	e, err := s.st.Put(ctx, objstore.PutRequest{File: fid, P1: p1, Delta: d, DeltaBase: p1, DeltaOnly: true, Size: uint64(c.Size)})
+	e, err := s.st.Put(ctx, objstore.PutRequest{File: j.fid, P1: j.p1, Delta: d, DeltaBase: j.p1, DeltaOnly: true, Size: uint64(c.Size)})
 	if err != nil {
-		s.log.Debug("written ranges not stored alone; recording the whole file", "file", fid, "err", err)
-		return false, nil
+		s.log.Debug("written ranges not stored alone; recording the whole file", "file", j.fid, "err", err)
+		return false
 	}
-	s.last[fid] = e.ID()
-	s.known[fid] = c.Size
-	return true, nil
+	j.entry, j.size = e, c.Size
+	return true
 }
 
 // countingReader counts the bytes read from the live file.
@@ -192,24 +265,6 @@ func (c countingReader) ReadAt(b []byte, off int64) (int, error) {
 	n, err := c.r.ReadAt(b, off)
 	c.n.Add(int64(n))
 	return n, err
-}
-
-// fileFor returns the store identity of c's file, making one if needed.
-func (s *storeSink) fileFor(c *fs.Change, continues fs.FileID) (index.FileID, error) {
-	if fid, ok := s.ids[continues]; ok && !continues.IsZero() {
-		return fid, s.bind(c.ID, fid)
-	}
-	if fid, ok := s.ids[c.ID]; ok && !c.ID.IsZero() {
-		return fid, nil
-	}
-	fid, err := s.st.NewFile(c.Path)
-	if err != nil {
-		return 0, fmt.Errorf("%s: new store file: %w", c.Path, err)
-	}
-	if c.ID.IsZero() {
-		return fid, nil
-	}
-	return fid, s.bind(c.ID, fid)
 }
 
 // bind maps id to fid, in memory and in the ids file.

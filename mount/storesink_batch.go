@@ -1,0 +1,112 @@
+package mount
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/index"
+)
+
+// Recording many small files (an untar, a checkout) costs the store one
+// group commit (an fsync of the segments and a synced index write) per
+// Put when the puts come one at a time. The store commits every put
+// appended while a commit runs in the next one, so the sink records a
+// window of queued changes of distinct files at once, each in its own
+// goroutine: their puts share commits.
+const (
+	// maxWindow bounds the changes recorded at once: enough to fill a
+	// commit while the previous one syncs, few enough that a snapshot
+	// waiting for the sink's lock waits for little.
+	maxWindow = 32
+	// maxWindowBytes bounds the live bytes a window reads into memory
+	// at once; a larger change is recorded alone.
+	maxWindowBytes = 32 << 20
+)
+
+// BatchSink is a Sink that records a run of queued events together.
+type BatchSink interface {
+	Sink
+	// RecordBatch records evs in order, calling done with the number of
+	// events finished (from the start of what is left) and their joined
+	// errors, as they finish.
+	RecordBatch(ctx context.Context, evs []Event, done func(n int, err error))
+}
+
+// RecordBatch implements BatchSink: one window at a time, each under the
+// lock, so that snapshots interleave between windows.
+func (l *lockedSink) RecordBatch(ctx context.Context, evs []Event, done func(int, error)) {
+	for len(evs) > 0 {
+		l.mu.Lock()
+		n, err := l.sink.recordWindow(ctx, evs)
+		l.mu.Unlock()
+		done(n, err)
+		evs = evs[n:]
+	}
+}
+
+// batchable reports whether ev may be recorded together with others: a
+// change that continues no other file's history and copies from none
+// (those read the sink's maps for other files) and is small enough.
+func batchable(ev Event) bool {
+	c := ev.Change
+	return c != nil && ev.Continues.IsZero() && len(c.Sources) == 0 && c.Size <= maxWindowBytes
+}
+
+// recordWindow records a window of events from the start of evs and
+// returns how many it took (at least one).
+func (s *storeSink) recordWindow(ctx context.Context, evs []Event) (int, error) {
+	if !batchable(evs[0]) {
+		return 1, s.Record(ctx, evs[0])
+	}
+	jobs, taken, errs := s.stageWindow(evs)
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.run(ctx, j)
+		}()
+	}
+	wg.Wait()
+	for _, j := range jobs {
+		errs = append(errs, s.finish(j))
+		j.c.Close()
+	}
+	return taken, errors.Join(errs...)
+}
+
+// stageWindow stages the longest run of batchable changes from the start
+// of evs whose files are distinct (by live identity and by store file),
+// within maxWindow and maxWindowBytes.
+func (s *storeSink) stageWindow(evs []Event) (jobs []*job, taken int, errs []error) {
+	files := map[index.FileID]bool{}
+	keys := map[fs.FileID]bool{}
+	var bytes int64
+	for _, ev := range evs {
+		if !batchable(ev) {
+			break
+		}
+		c := ev.Change
+		k := key(c)
+		if len(jobs) == maxWindow || keys[k] || taken > 0 && bytes+c.Size > maxWindowBytes {
+			break
+		}
+		j, err := s.stage(c, ev.Continues)
+		if err != nil { // not recordable: reported, and the change is done
+			errs = append(errs, err)
+			c.Close()
+			taken++
+			continue
+		}
+		if j.fid != 0 && files[j.fid] {
+			break // two live files sharing one history: record in order
+		}
+		files[j.fid], keys[k] = j.fid != 0, true
+		bytes += c.Size
+		jobs = append(jobs, j)
+		taken++
+	}
+	return jobs, taken, errs
+}

@@ -1,0 +1,102 @@
+package mount
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/internal/testutil"
+	"github.com/deltafs/deltafs/objstore"
+)
+
+// TestBatchOfNewFilesSharesCommits: a backlog of new small files (an
+// untar) is recorded in windows whose puts share group commits; every
+// file gets its one revision with its content, and a file changed twice
+// in the backlog gets two revisions, in order.
+func TestBatchOfNewFilesSharesCommits(t *testing.T) {
+	dir := t.TempDir()
+	st, err := objstore.Open(filepath.Join(dir, "s.dfs"), objstore.Config{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sink, err := openStoreSink(st, filepath.Join(dir, idsFile), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	ls := &lockedSink{sink: sink}
+
+	const n = 200
+	content := func(i int) []byte { return testutil.Bytes(uint64(i), 100+i*37) }
+	var evs []Event
+	ids := make([]fs.FileID, n)
+	change := func(i int, c fs.Change) {
+		p := filepath.Join(dir, fmt.Sprint(i))
+		if c.Content, err = os.Open(p); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, Event{Change: &c})
+	}
+	for i := range n {
+		ids[i] = fs.NewFileID()
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), content(i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		size := int64(len(content(i)))
+		change(i, fs.Change{Path: fmt.Sprint(i), ID: ids[i], Size: size, New: true, Dirty: []fs.Range{{Off: 0, Len: size}}})
+	}
+	// file 7 again, written in place: a second revision from its ranges
+	edited := bytes.Clone(content(7))
+	copy(edited[10:], "edited")
+	if err := os.WriteFile(filepath.Join(dir, "7"), edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	change(7, fs.Change{Path: "7", ID: ids[7], Size: int64(len(edited)), Kept: int64(len(edited)), Dirty: []fs.Range{{Off: 10, Len: 6}}})
+	// file 7's first change is then recorded from the edited file too
+	// (the live file is what a recorder reads)
+	want := func(i int) []byte {
+		if i == 7 {
+			return edited
+		}
+		return content(i)
+	}
+
+	c0 := storeStats(t, st)
+	var done int
+	ls.RecordBatch(context.Background(), evs, func(k int, err error) {
+		if err != nil {
+			t.Errorf("recording: %v", err)
+		}
+		done += k
+	})
+	if done != len(evs) {
+		t.Fatalf("%d events finished, want %d", done, len(evs))
+	}
+	c1 := storeStats(t, st)
+	puts, commits := c1.Puts-c0.Puts, c1.Commits-c0.Commits
+	t.Logf("%d puts in %d group commits", puts, commits)
+	if puts != n+1 || commits > puts*3/4 {
+		t.Errorf("%d puts in %d commits; want %d puts sharing commits (at most 3/4 as many)", puts, commits, n+1)
+	}
+	for i := range n {
+		fid := sink.ids[ids[i]]
+		revs := 1
+		if i == 7 {
+			revs = 2
+		}
+		m, err := st.File(fid)
+		if err != nil || m.Revs != uint32(revs) {
+			t.Fatalf("file %d: %+v (%v), want %d revisions", i, m, err, revs)
+		}
+		got, err := st.Get(context.Background(), index.RevID{File: fid, Rev: index.Rev(revs - 1)})
+		if err != nil || !bytes.Equal(got, want(i)) {
+			t.Fatalf("file %d reads back wrong (%v)", i, err)
+		}
+	}
+}
