@@ -64,11 +64,16 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 		return syscall.EPERM
 	}
 	p := n.childPath(name)
-	ino := n.childIno(name)
-	reg, nlink := isRegular(p)
+	var st syscall.Stat_t
+	var ino uint64
+	var nlink uint32
 	var id FileID
-	if reg {
-		id = readID(p)
+	reg := false
+	if syscall.Lstat(p, &st) == nil { // one stat for the inode, the type and the links
+		ino, nlink = st.Ino, uint32(st.Nlink)
+		if reg = st.Mode&syscall.S_IFMT == syscall.S_IFREG; reg {
+			id = readID(p)
+		}
 	}
 	if errno := n.LoopbackNode.Unlink(ctx, name); errno != 0 {
 		return errno
