@@ -137,6 +137,29 @@ func (t *target) serverCPU() time.Duration {
 	return time.Duration(u+k) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }
 
+// settle waits until the server has been idle (under settleCPU of CPU in
+// a settleTick) for two ticks in a row, at most settleLimit: a workload's
+// setup (M2's fill) leaves deltafs recording it in the background, and
+// that recording belongs to the setup, not to the timed step after it.
+func (t *target) settle() {
+	idle := 0
+	for end := time.Now().Add(settleLimit); idle < 2 && time.Now().Before(end); {
+		c0 := t.serverCPU()
+		time.Sleep(settleTick)
+		if t.serverCPU()-c0 < settleCPU {
+			idle++
+		} else {
+			idle = 0
+		}
+	}
+}
+
+const (
+	settleTick  = 500 * time.Millisecond
+	settleCPU   = 30 * time.Millisecond
+	settleLimit = 10 * time.Minute
+)
+
 // teardown stops the server (deltafs records everything pending first)
 // and waits for it to exit.
 func (t *target) teardown() error {
