@@ -34,6 +34,7 @@ type contentRef struct {
 // attachContent gives c the live file fd refers to: an open descriptor
 // while fewer than maxContentFds Changes hold one, else a reference.
 func (f *FS) attachContent(c *Change, fd int) {
+	c.Report = f.reports.Add(1)
 	if f.contentFds.Add(1) <= maxContentFds {
 		if c.Content = reopen(fd); c.Content != nil {
 			c.ref = &contentRef{held: &f.contentFds}

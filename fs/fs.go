@@ -55,8 +55,9 @@ type FS struct {
 	hist        History
 	tree        *TreeBuilder
 	writers     writing
-	open        openWriters  // writable handles not released yet
-	contentFds  atomic.Int64 // Changes holding an open descriptor (see maxContentFds)
+	open        openWriters   // writable handles not released yet
+	contentFds  atomic.Int64  // Changes holding an open descriptor (see maxContentFds)
+	reports     atomic.Uint64 // Changes reported (Change.Report)
 
 	// serverReads counts reads served by this process for handles
 	// meant for passthrough: zero when passthrough works.

@@ -78,6 +78,10 @@ type Change struct {
 	// maxContentFds): Open then opens the file when it is needed.
 	Content *os.File
 	ref     *contentRef
+
+	// Report numbers the reports of a mount (1, 2, ...), so that a
+	// recorder can tell them apart whether or not they carry Content.
+	Report uint64
 }
 
 // FileRef names a file by identity and its path at the time.

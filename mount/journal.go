@@ -50,10 +50,10 @@ type pendingFile struct {
 	path      string    // live-relative path hint
 	continues fs.FileID // a file whose history this one continues, if any
 	// gen counts Dirtied calls of this mount; stamps holds the gen at
-	// each Change reported and not yet recorded, by its Content (one
-	// per report, so that a merged report does not clean too early).
+	// each Change reported and not yet recorded, by its Report number
+	// (one per report, so that a merged report does not clean too early).
 	gen    uint64
-	stamps map[*os.File]uint64
+	stamps map[uint64]uint64
 }
 
 // journal is the pending journal of a mount.
@@ -238,13 +238,13 @@ func (j *journal) reported(c *fs.Change) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	p := j.pending[c.ID]
-	if p == nil || c.Content == nil {
+	if p == nil || c.Report == 0 {
 		return
 	}
 	if p.stamps == nil {
-		p.stamps = map[*os.File]uint64{}
+		p.stamps = map[uint64]uint64{}
 	}
-	p.stamps[c.Content] = p.gen
+	p.stamps[c.Report] = p.gen
 }
 
 // recorded notes that the sink finished c (ok: its revision is durable).
@@ -257,7 +257,7 @@ func (j *journal) recorded(c *fs.Change, ok bool) {
 	if p == nil {
 		return
 	}
-	g, stamped := p.stamps[c.Content]
+	g, stamped := p.stamps[c.Report]
 	if !stamped {
 		return
 	}

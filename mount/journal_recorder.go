@@ -73,6 +73,33 @@ type journalSink struct {
 	rd *redoer
 }
 
+// RecordBatch implements BatchSink: redos one at a time, the events
+// between them in lockedSink's windows.
+func (s journalSink) RecordBatch(ctx context.Context, evs []Event, done func([]error)) {
+	for len(evs) > 0 {
+		if evs[0].redo != nil {
+			done([]error{s.rd.run(ctx, evs[0].redo)})
+			evs = evs[1:]
+			continue
+		}
+		n := 1
+		for n < len(evs) && evs[n].redo == nil {
+			n++
+		}
+		run := evs[:n]
+		s.ls.RecordBatch(ctx, run, func(errs []error) {
+			for i, err := range errs {
+				if run[i].Change != nil {
+					s.j.recorded(run[i].Change, err == nil)
+				}
+			}
+			run = run[len(errs):]
+			done(errs)
+		})
+		evs = evs[n:]
+	}
+}
+
 func (s journalSink) Record(ctx context.Context, ev Event) error {
 	if ev.redo != nil {
 		return s.rd.run(ctx, ev.redo)

@@ -296,12 +296,17 @@ func (r *Recorder) run() {
 
 // record hands batch to the sink, all at once if it takes batches.
 func (r *Recorder) record(ctx context.Context, batch []Event) {
-	if bs, ok := r.sink.(BatchSink); ok && len(batch) > 0 {
-		bs.RecordBatch(ctx, batch, func(n int, err error) {
-			if err != nil {
-				r.log.Error("recording failed", "err", err)
+	if len(batch) == 0 {
+		return
+	}
+	if bs, ok := r.sink.(BatchSink); ok {
+		bs.RecordBatch(ctx, batch, func(errs []error) {
+			for _, err := range errs {
+				if err != nil {
+					r.log.Error("recording failed", "err", err)
+				}
 			}
-			r.finished(n)
+			r.finished(len(errs))
 		})
 		return
 	}

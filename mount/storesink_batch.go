@@ -2,7 +2,6 @@ package mount
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/deltafs/deltafs/fs"
@@ -28,21 +27,20 @@ const (
 // BatchSink is a Sink that records a run of queued events together.
 type BatchSink interface {
 	Sink
-	// RecordBatch records evs in order, calling done with the number of
-	// events finished (from the start of what is left) and their joined
-	// errors, as they finish.
-	RecordBatch(ctx context.Context, evs []Event, done func(n int, err error))
+	// RecordBatch records evs in order, calling done as they finish with
+	// the error of each event finished (from the start of what is left).
+	RecordBatch(ctx context.Context, evs []Event, done func(errs []error))
 }
 
 // RecordBatch implements BatchSink: one window at a time, each under the
 // lock, so that snapshots interleave between windows.
-func (l *lockedSink) RecordBatch(ctx context.Context, evs []Event, done func(int, error)) {
+func (l *lockedSink) RecordBatch(ctx context.Context, evs []Event, done func([]error)) {
 	for len(evs) > 0 {
 		l.mu.Lock()
-		n, err := l.sink.recordWindow(ctx, evs)
+		errs := l.sink.recordWindow(ctx, evs)
 		l.mu.Unlock()
-		done(n, err)
-		evs = evs[n:]
+		done(errs)
+		evs = evs[len(errs):]
 	}
 }
 
@@ -55,14 +53,17 @@ func batchable(ev Event) bool {
 }
 
 // recordWindow records a window of events from the start of evs and
-// returns how many it took (at least one).
-func (s *storeSink) recordWindow(ctx context.Context, evs []Event) (int, error) {
+// returns the error of each event it took (at least one).
+func (s *storeSink) recordWindow(ctx context.Context, evs []Event) []error {
 	if !batchable(evs[0]) {
-		return 1, s.Record(ctx, evs[0])
+		return []error{s.Record(ctx, evs[0])}
 	}
-	jobs, taken, errs := s.stageWindow(evs)
+	jobs, errs := s.stageWindow(evs)
 	var wg sync.WaitGroup
 	for _, j := range jobs {
+		if j == nil {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -70,17 +71,20 @@ func (s *storeSink) recordWindow(ctx context.Context, evs []Event) (int, error) 
 		}()
 	}
 	wg.Wait()
-	for _, j := range jobs {
-		errs = append(errs, s.finish(j))
-		j.c.Close()
+	for i, j := range jobs {
+		if j != nil {
+			errs[i] = s.finish(j)
+			j.c.Close()
+		}
 	}
-	return taken, errors.Join(errs...)
+	return errs
 }
 
 // stageWindow stages the longest run of batchable changes from the start
 // of evs whose files are distinct (by live identity and by store file),
-// within maxWindow and maxWindowBytes.
-func (s *storeSink) stageWindow(evs []Event) (jobs []*job, taken int, errs []error) {
+// within maxWindow and maxWindowBytes. jobs[i] is nil for an event that
+// failed to stage (errs[i] says why).
+func (s *storeSink) stageWindow(evs []Event) (jobs []*job, errs []error) {
 	files := map[index.FileID]bool{}
 	keys := map[fs.FileID]bool{}
 	var bytes int64
@@ -90,23 +94,20 @@ func (s *storeSink) stageWindow(evs []Event) (jobs []*job, taken int, errs []err
 		}
 		c := ev.Change
 		k := key(c)
-		if len(jobs) == maxWindow || keys[k] || taken > 0 && bytes+c.Size > maxWindowBytes {
+		if len(jobs) == maxWindow || keys[k] || len(jobs) > 0 && bytes+c.Size > maxWindowBytes {
 			break
+		}
+		if fid := s.ids[c.ID]; !c.ID.IsZero() && fid != 0 && files[fid] {
+			break // two live files sharing one history: record in order
 		}
 		j, err := s.stage(c, ev.Continues)
 		if err != nil { // not recordable: reported, and the change is done
-			errs = append(errs, err)
 			c.Close()
-			taken++
-			continue
+		} else {
+			files[j.fid], keys[k] = j.fid != 0, true
+			bytes += c.Size
 		}
-		if j.fid != 0 && files[j.fid] {
-			break // two live files sharing one history: record in order
-		}
-		files[j.fid], keys[k] = j.fid != 0, true
-		bytes += c.Size
-		jobs = append(jobs, j)
-		taken++
+		jobs, errs = append(jobs, j), append(errs, err)
 	}
-	return jobs, taken, errs
+	return jobs, errs
 }

@@ -69,11 +69,13 @@ func TestBatchOfNewFilesSharesCommits(t *testing.T) {
 
 	c0 := storeStats(t, st)
 	var done int
-	ls.RecordBatch(context.Background(), evs, func(k int, err error) {
-		if err != nil {
-			t.Errorf("recording: %v", err)
+	ls.RecordBatch(context.Background(), evs, func(errs []error) {
+		for _, err := range errs {
+			if err != nil {
+				t.Errorf("recording: %v", err)
+			}
 		}
-		done += k
+		done += len(errs)
 	})
 	if done != len(evs) {
 		t.Fatalf("%d events finished, want %d", done, len(evs))
@@ -98,5 +100,51 @@ func TestBatchOfNewFilesSharesCommits(t *testing.T) {
 		if err != nil || !bytes.Equal(got, want(i)) {
 			t.Fatalf("file %d reads back wrong (%v)", i, err)
 		}
+	}
+}
+
+// batchGate holds a BatchSink's batches until opened.
+type batchGate struct {
+	BatchSink
+	gate chan struct{}
+}
+
+func (g *batchGate) RecordBatch(ctx context.Context, evs []Event, done func([]error)) {
+	<-g.gate
+	g.BatchSink.RecordBatch(ctx, evs, done)
+}
+
+// TestJournalCleanPastDescriptorCap: a backlog larger than fs's cap on
+// descriptors held by pending changes is recorded in batches, every file
+// gets its revision, and the pending journal forgets each once recorded.
+func TestJournalCleanPastDescriptorCap(t *testing.T) {
+	g := &batchGate{gate: make(chan struct{})}
+	var jnl *journal
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := startWith(t, Config{Store: store, testRecorder: func(r *Recorder) {
+		js := r.sink.(journalSink)
+		jnl, g.BatchSink = js.j, js
+		r.sink = g
+	}})
+	const n = 700
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(l.mnt, fmt.Sprint(i)), []byte(fmt.Sprint(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.reported(t, n)
+	close(g.gate)
+	l.recorded(t, n)
+	if left := jnl.entries(); len(left) != 0 {
+		t.Errorf("%d files still pending in the journal after their changes were recorded", len(left))
+	}
+	l.stop(t)
+	st, err := objstore.Open(store, objstore.Config{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if s := storeStats(t, st); s.Revisions != n {
+		t.Fatalf("%d revisions, want %d", s.Revisions, n)
 	}
 }
