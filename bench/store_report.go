@@ -36,9 +36,9 @@ func (r s1Result) tables() []Table {
 			"disk = du of the whole store or repository (deltafs: segments + badger index + lock).", mb(r.logical)),
 		Header: []string{"store", "wall", "CPU", "peak RSS", "content", "disk (du)", "note"}}
 	for i, row := range append([]ingestRow{r.deltafs, r.limited}, r.baselines...) {
-		if i == 2 {
+		if i == 1 {
 			ing.Add("(deltafs ingest child without the Puts)", "-", "-", mib(r.reader)+" MiB", "-", "-",
-				"reading the stream with an open store: the floor of the peak RSS above")
+				"reading the stream with an open store: the floor of the peak RSS")
 		}
 		rss := mib(row.sum.MaxRSS) + " MiB"
 		if row.floor > 0 {
