@@ -22,22 +22,25 @@ func (r journaled) Dirtied(id fs.FileID, path string) {
 	}
 }
 
-// Changed stamps c for the journal and queues it. An fsync whose change
-// the Recorder holds back (at most one revision per interval) returns
-// before the revision exists, so the journal entry is made durable
-// first: the file's data is durable once fsync returns, and a power cut
-// must not leave it newer than history with nothing to say so.
+// Changed stamps c for the journal and queues it.
 func (r journaled) Changed(c fs.Change) {
-	if r.j == nil {
-		r.Recorder.Changed(c)
-		return
+	if r.j != nil {
+		r.j.reported(&c)
 	}
-	r.j.reported(&c)
-	fsync, k := c.Fsync, key(&c)
 	r.Recorder.Changed(c)
-	if fsync && r.Recorder.holding(k) {
+}
+
+// Wait is the Recorder's Wait (fsync calls it after its report, outside
+// the file's lock). When the Recorder holds the file's change back (one
+// revision per interval, a new file's grace), fsync returns before the
+// revision exists, so the journal entry is made durable first: the
+// file's data is durable once fsync returns, and a power cut must not
+// leave it newer than history with nothing to say so.
+func (r journaled) Wait(ctx context.Context, id fs.FileID) error {
+	if r.j != nil && r.Recorder.holding(id) {
 		r.j.sync()
 	}
+	return r.Recorder.Wait(ctx, id)
 }
 
 // Renamed keeps the journal's path hints and atomic saves.

@@ -332,3 +332,31 @@ func reportCPU(b *testing.B) func() {
 	start := cpu()
 	return func() { b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op") }
 }
+
+// TestHeldFsyncSyncsTheJournal: an fsync whose change the Recorder holds
+// back returns with the journal entry durable; one it records does not
+// pay for a journal fsync.
+func TestHeldFsyncSyncsTheJournal(t *testing.T) {
+	j, err := openJournal(filepath.Join(t.TempDir(), journalFile), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	r := NewRecorder(&memSink{}, time.Hour, quiet())
+	defer r.Close(context.Background())
+	jr := journaled{r, j}
+	id := fs.NewFileID()
+	for i, held := range []bool{false, true} {
+		jr.Dirtied(id, "db")
+		jr.Changed(fs.Change{Path: "db", ID: id, Dirty: []fs.Range{rg(0, 1)}, Size: 10, Fsync: true})
+		if err := jr.Wait(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		j.mu.Lock()
+		unsynced := j.unsynced
+		j.mu.Unlock()
+		if unsynced == held {
+			t.Fatalf("fsync %d (held %v): journal unsynced %v after Wait", i, held, unsynced)
+		}
+	}
+}
