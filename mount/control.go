@@ -316,13 +316,9 @@ func Call(ctx context.Context, dir string, req Request) (Response, error) {
 
 // callData is Call returning the raw bytes that follow the response.
 func callData(ctx context.Context, dir string, req Request) (Response, []byte, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", filepath.Join(dir, ControlSocket))
-	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-		return Response{}, nil, fmt.Errorf("%s: %w", dir, ErrNotMounted)
-	}
+	conn, err := dial(ctx, dir)
 	if err != nil {
-		return Response{}, nil, fmt.Errorf("control socket of %s: %w", dir, err)
+		return Response{}, nil, err
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -358,6 +354,20 @@ func callData(ctx context.Context, dir string, req Request) (Response, []byte, e
 		return resp, nil, fmt.Errorf("control socket of %s: no newline after the answer", dir)
 	}
 	return resp, data[1:], nil
+}
+
+// dial connects to the control socket of the store in dir; no mount
+// listening there gives an error matching ErrNotMounted.
+func dial(ctx context.Context, dir string) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", filepath.Join(dir, ControlSocket))
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+		return nil, fmt.Errorf("%s: %w", dir, ErrNotMounted)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("control socket of %s: %w", dir, err)
+	}
+	return conn, nil
 }
 
 // maxData bounds the raw bytes of an answer: the largest revision a mount

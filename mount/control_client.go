@@ -22,10 +22,13 @@ func Connect(ctx context.Context, path string, readOnly bool, log *slog.Logger) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := Call(ctx, store, Request{Op: "list"}); !errors.Is(err, ErrNotMounted) {
+	// A connection is the whole probe: asking the mount for anything
+	// (the snapshot list was asked once) costs it work for every command.
+	if conn, err := dial(ctx, store); !errors.Is(err, ErrNotMounted) {
 		if err != nil {
 			return nil, nil, err
 		}
+		conn.Close()
 		return remote{dir: store}, func() error { return nil }, nil
 	}
 	o, err := OpenOffline(store, readOnly, log)
