@@ -28,7 +28,7 @@ func main() {
 
 // suites is the registry: every suite the runner knows, in report order.
 func suites() []Suite {
-	return []Suite{deltaSuite(), storeSuite(), mountSuite(), historySuite(), repackSuite()}
+	return []Suite{deltaSuite(), storeSuite(), mountSuite(), historySuite(), repackSuite(), gcSuite()}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -57,6 +57,15 @@
 // every revision does a marker make the switch roll forward, which Open
 // completes after a crash.
 //
+// GC (gc.go, gc_plan.go) removes revisions: it plans from the snapshots'
+// reference sets, the live files the caller names and a GCPolicy, then
+// runs a repack that leaves the removed revisions out (a kept revision
+// whose base is removed is stored again against a kept one), and the
+// switch deletes their entries. RevIDs are never reused: a file's record
+// keeps its revision count, so a file may have holes in its revision
+// numbers, and a kept revision's parent may be gone. SnapshotUsages
+// (gc_usage.go) says what each snapshot alone holds.
+//
 // Locking: Open takes an exclusive flock on dir/LOCK for writers and
 // read-only opens alike (repack, verify and the mount never share a store).
 //

@@ -209,3 +209,20 @@ func (s *Store) enqueueMeta(f index.FileID, meta index.FileMeta) *batch {
 	s.open.b.Tail = s.segs.tail()
 	return s.open
 }
+
+// keptAncestor stands in for a parent that gc removes: its nearest
+// ancestor along first parents that gc keeps (or the null RevID). The
+// parent is the candidate the repack window is built around (see
+// windowOnlyWithParents); without a stand-in, the child of a removed
+// revision would fall back to the file's snapshot or a fulltext, and gc
+// would make the store larger.
+func (rp *repacker) keptAncestor(id index.RevID) index.RevID {
+	for rp.opt.keep != nil && !id.IsNull() && !rp.opt.keep.keeps(id) {
+		e, err := rp.live.idx.Entry(id)
+		if err != nil {
+			return index.NullRev
+		}
+		id = e.P1
+	}
+	return id
+}

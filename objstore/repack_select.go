@@ -126,8 +126,8 @@ func (rp *repacker) inFile(ctx context.Context, fw *fileWork, e index.Entry) []p
 		seen[be.ID()] = true
 		out = append(out, prepared{Candidate: candidateOf(r, be)})
 	}
-	add(RoleP1, e.P1)
-	add(RoleP2, e.P2)
+	add(RoleP1, rp.keptAncestor(e.P1))
+	add(RoleP2, rp.keptAncestor(e.P2))
 	for i := 1; i <= rp.window && int(e.Rev)-i >= 0; i++ {
 		add(RoleHint, index.RevID{File: e.File, Rev: e.Rev - index.Rev(i)})
 	}
