@@ -39,6 +39,8 @@ type target struct {
 	cmd   *exec.Cmd
 	done  chan error
 	cpu0  time.Duration
+	// settles counts settle's snapshots (deltafs)
+	settles int
 	// stderr collects what the server prints, for its errors.
 	stderr strings.Builder
 }
@@ -137,11 +139,20 @@ func (t *target) serverCPU() time.Duration {
 	return time.Duration(u+k) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }
 
-// settle waits until the server has been idle (under settleCPU of CPU in
-// a settleTick) for two ticks in a row, at most settleLimit: a workload's
-// setup (M2's fill) leaves deltafs recording it in the background, and
-// that recording belongs to the setup, not to the timed step after it.
+// settle waits until the server has recorded everything and been idle
+// (under settleCPU of CPU in a settleTick) for two ticks in a row, at
+// most settleLimit: a workload's setup (M2's fill) leaves deltafs
+// recording it in the background, and that recording belongs to the
+// setup, not to the timed step after it. For deltafs a snapshot is the
+// exact wait (it returns once everything reported is recorded); idle CPU
+// alone can be fooled by a recorder waiting for the disk.
 func (t *target) settle() {
+	if t.kind == kindDeltafs {
+		t.settles++
+		if err := os.Mkdir(filepath.Join(t.dir, ".snapshots", fmt.Sprintf("settle-%d", t.settles)), 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "settle: %v\n", err)
+		}
+	}
 	idle := 0
 	for end := time.Now().Add(settleLimit); idle < 2 && time.Now().Before(end); {
 		c0 := t.serverCPU()
