@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,7 +137,10 @@ func (c *crashChildProc) term(t *testing.T) {
 func TestCrashLoop(t *testing.T) {
 	testutil.RequireFUSE(t)
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	if s := os.Getenv("DELTAFS_CRASH_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (DELTAFS_CRASH_SEED replays the contents and kill times; the interleaving is the machine's)", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	dir := t.TempDir()
 	store, mnt := filepath.Join(dir, "s.dfs"), filepath.Join(dir, "m")
