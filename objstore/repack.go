@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/index"
+	"github.com/klauspost/compress/zstd"
 )
 
 // Repack rewrites how every revision of the store in dir is stored, offline:
@@ -229,6 +230,10 @@ func newRepacker(ctx context.Context, dir string, opt RepackOptions, lock *store
 		return nil, err
 	}
 	rp.live = live
+	if err := rp.parallelEncoders(); err != nil {
+		live.closeKeepLock()
+		return nil, err
+	}
 	maxSize, err := rp.largestText(ctx)
 	if err == nil {
 		rp.fitMemory(maxSize)
@@ -245,6 +250,34 @@ func newRepacker(ctx context.Context, dir string, opt RepackOptions, lock *store
 func (rp *repacker) liveConfig(cache int64) Config {
 	return Config{Logger: rp.opt.Logger, CacheBytes: cache, LatestBytes: 1,
 		MaxChainLen: rp.opt.MaxChain, MaxReadRatio: rp.opt.MaxReadRatio, SegmentSize: rp.opt.SegmentSize}.withDefaults()
+}
+
+// parallelEncoders gives the live store's delta encoders one block
+// encoder per job: the store's run one block at a time (its puts are
+// serialised anyway), which would queue every job's deltas behind one.
+// Same levels and windows as the store's (see newEncoder).
+func (rp *repacker) parallelEncoders() error {
+	mk := func(l zstd.EncoderLevel, window int) (*zstd.Encoder, error) {
+		opts := []zstd.EOption{zstd.WithEncoderLevel(l), zstd.WithEncoderConcurrency(rp.opt.Jobs),
+			zstd.WithLowerEncoderMem(true), zstd.WithEncoderCRC(false)}
+		if window > 0 {
+			opts = append(opts, zstd.WithWindowSize(window))
+		}
+		return zstd.NewWriter(nil, opts...)
+	}
+	enc, err := mk(zstd.SpeedDefault, 0)
+	if err != nil {
+		return fmt.Errorf("objstore: zstd: %w", err)
+	}
+	senc, err := mk(zstd.SpeedBetterCompression, 2*smallDelta)
+	if err != nil {
+		enc.Close()
+		return fmt.Errorf("objstore: zstd: %w", err)
+	}
+	rp.live.enc.Close()
+	rp.live.senc.Close()
+	rp.live.enc, rp.live.senc = enc, senc
+	return nil
 }
 
 // textsPerJob is what one job holds besides its window: the target, the
