@@ -114,8 +114,12 @@
 // So the journal notes a pending file's new path (a hint) and, for a
 // rename over another file, which file it replaced; the redo continues
 // the replaced file's history when the pending file has none. The id
-// map (live.ids) is appended before a revision that needs it is put, so
-// after a killed process it holds every identity a revision refers to.
+// map (live.ids) is appended and fsynced before a revision that needs it
+// is put (a window of new files shares one fsync), so after a killed
+// process or a power cut it holds every identity a revision refers to:
+// a live file keeps its history, and gc never takes a live file's store
+// file for a deleted file's. A pending file the map lost has no
+// revision, and the redo gives it a new store identity.
 // Files whose live filesystem keeps no FileID (no user xattrs) are not
 // journaled.
 package mount

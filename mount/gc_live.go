@@ -15,9 +15,9 @@ import (
 // their newest revision (and, by default, their history); a store file
 // no live file maps to is a deleted file's.
 //
-// live.ids is not fsynced (see storesink.go): after a crash a live file
-// may have started a new store identity, and the history of its old one
-// then counts as a deleted file's.
+// A record of live.ids is durable before the first revision of its
+// store file is put (see storesink.go), so after a crash every store
+// file with a revision is still mapped from its live file.
 func LiveFiles(dir string) (map[index.FileID]bool, error) {
 	ids, err := readIDs(dir)
 	if err != nil {

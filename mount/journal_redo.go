@@ -161,6 +161,9 @@ func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
 			return err
 		}
 	}
+	if err := s.syncIDs(); err != nil { // the mapping before the revision
+		return err
+	}
 	e, err := r.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: prev})
 	if err != nil {
 		return err

@@ -109,6 +109,9 @@ func (r *liveRevs) record(ctx context.Context, id fs.FileID, fid index.FileID, k
 			}
 		}
 	}
+	if err := s.syncIDs(); err != nil { // the mapping before the revision
+		return index.RevID{}, err
+	}
 	e, err := r.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: prev})
 	if err != nil {
 		return index.RevID{}, fmt.Errorf("record %s for a snapshot: %w", path, err)

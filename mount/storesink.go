@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -20,9 +21,11 @@ import (
 
 // idsFile maps live-tree FileIDs to store FileIDs: a log of 24-byte
 // records (16-byte fs.FileID, 8-byte big-endian index.FileID), appended
-// when a file gets its store identity, read whole at mount. It is not
-// fsynced: after a crash a file may start a new store identity (its
-// history splits in two), but no revision is lost.
+// when a file gets its store identity, read whole at mount. A record is
+// durable before the revision that needs it is put (syncIDs): a lost
+// record would make its live file look new and its store file look like
+// a deleted file's, whose unsnapshotted history gc removes. A batch's
+// new files share one fsync.
 const idsFile = "live.ids"
 
 const idRecordLen = 24
@@ -51,17 +54,25 @@ type storeSink struct {
 	// restore writing through the mount): the second parent of the
 	// revision that records it.
 	restoring map[index.FileID]index.RevID
-	f         *os.File // idsFile, for appending
+	f         idsLog // idsFile, for appending
+	unsynced  bool   // records appended since f's last fsync
 	// liveRead counts the bytes read from live files to record them:
 	// what recording costs (tests and benchmarks read it).
 	liveRead atomic.Int64
 }
 
+// idsLog is what the sink needs of its ids file (tests watch its calls).
+type idsLog interface {
+	io.Writer
+	Sync() error
+	Close() error
+}
+
 // openStoreSink loads the id map of the store in dir.
 func openStoreSink(st *objstore.Store, path string, log *slog.Logger) (*storeSink, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := openIDs(path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	s := &storeSink{st: st, log: log, f: f, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}, restoring: map[index.FileID]index.RevID{}}
 	b, err := io.ReadAll(f)
@@ -71,6 +82,31 @@ func openStoreSink(st *objstore.Store, path string, log *slog.Logger) (*storeSin
 	}
 	parseIDs(b, s.ids)
 	return s, nil
+}
+
+// openIDs opens the ids file for appending; when it creates it, it
+// fsyncs the directory, so that the file's records outlive a power cut.
+func openIDs(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if !errors.Is(err, os.ErrNotExist) {
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		return f, nil
+	}
+	if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err == nil {
+		err = d.Sync()
+		d.Close()
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	return f, nil
 }
 
 // storeID returns the store identity of the live file id, if it has one.
@@ -96,7 +132,9 @@ func (s *storeSink) Record(ctx context.Context, ev Event) error {
 		// its own history keeps it ("mv a b" carries a's history to b).
 		_, own := s.ids[ev.Rename.ID]
 		if fid, ok := s.ids[ev.Rename.Replaced]; ok && !own {
-			return s.bind(ev.Rename.ID, fid)
+			// durable now: the replaced file's identity leaves the live
+			// tree, and the history would look like a deleted file's
+			return errors.Join(s.bind(ev.Rename.ID, fid), s.syncIDs())
 		}
 	}
 	return nil
@@ -110,17 +148,21 @@ func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileI
 	if err != nil {
 		return err
 	}
-	s.run(ctx, j)
+	s.open(j)
+	s.bindNew([]*job{j})
+	s.put(ctx, j)
 	return s.finish(j)
 }
 
 // job is the recording of one change: stage fills in what it needs from
-// the sink's maps (sequentially, in event order), run does the work
-// (reading the live file and putting; several jobs of distinct files may
-// run at once, see recordWindow), finish updates the maps.
+// the sink's maps (sequentially, in event order), open reopens the live
+// file and makes a new file's store identity, bindNew maps the new
+// identities durably (one fsync for all the jobs), put reads and puts
+// (several jobs of distinct files may open and put at once, see
+// recordWindow), finish updates the maps.
 type job struct {
 	c        *fs.Change
-	fid      index.FileID // 0: a new store file, made by run
+	fid      index.FileID // 0: a new store file, made by open
 	p1       index.RevID
 	baseLen  int64 // size of p1 when this mount recorded it (known)
 	haveBase bool
@@ -132,7 +174,8 @@ type job struct {
 	err   error
 	gone  bool // the live file was removed before it could be opened
 
-	restoring bool // the change restores revision p2: a fulltext put
+	restoring bool     // the change restores revision p2: a fulltext put
+	live      *os.File // the live file, reopened by open
 }
 
 // stage prepares the recording of c; a change that continues another
@@ -172,8 +215,9 @@ func (s *storeSink) stage(c *fs.Change, continues fs.FileID) (*job, error) {
 	return j, nil
 }
 
-// run records j's change; it touches none of the sink's maps.
-func (s *storeSink) run(ctx context.Context, j *job) {
+// open reopens j's live file and, for a new file, makes its store file;
+// it touches none of the sink's maps.
+func (s *storeSink) open(j *job) {
 	c := j.c
 	live, err := c.Open()
 	if errors.Is(err, syscall.ESTALE) {
@@ -187,11 +231,40 @@ func (s *storeSink) run(ctx context.Context, j *job) {
 		j.err = fmt.Errorf("%s: live file not reopened; change not recorded: %w", c.Path, err)
 		return
 	}
+	j.live = live
 	if j.fid == 0 {
 		if j.fid, j.err = s.st.NewFile(c.Path); j.err != nil {
 			j.err = fmt.Errorf("%s: new store file: %w", c.Path, j.err)
-			return
 		}
+	}
+}
+
+// bindNew maps the live identities of jobs to their (new) store files
+// and makes every appended record durable, before any of their puts:
+// one fsync for the whole window. A job whose mapping is not durable is
+// not put.
+func (s *storeSink) bindNew(jobs []*job) {
+	var err error
+	for _, j := range jobs {
+		if j != nil && j.err == nil && !j.gone && !j.c.ID.IsZero() && s.ids[j.c.ID] != j.fid {
+			err = errors.Join(err, s.bind(j.c.ID, j.fid))
+		}
+	}
+	if err = errors.Join(err, s.syncIDs()); err == nil {
+		return
+	}
+	for _, j := range jobs {
+		if j != nil && j.err == nil && !j.gone {
+			j.err = fmt.Errorf("%s: change not recorded: %w", j.c.Path, err)
+		}
+	}
+}
+
+// put records j's change; it touches none of the sink's maps.
+func (s *storeSink) put(ctx context.Context, j *job) {
+	c, live := j.c, j.live
+	if j.err != nil || j.gone {
+		return
 	}
 	if !j.restoring && s.fromWrites(ctx, j, live) {
 		return
@@ -211,11 +284,6 @@ func (s *storeSink) run(ctx context.Context, j *job) {
 
 // finish takes j's results into the sink's maps.
 func (s *storeSink) finish(j *job) error {
-	if j.fid != 0 && !j.c.ID.IsZero() && s.ids[j.c.ID] != j.fid {
-		if err := s.bind(j.c.ID, j.fid); err != nil {
-			return errors.Join(j.err, err)
-		}
-	}
 	if j.err != nil || j.gone {
 		return j.err
 	}
@@ -267,7 +335,8 @@ func (c countingReader) ReadAt(b []byte, off int64) (int, error) {
 	return n, err
 }
 
-// bind maps id to fid, in memory and in the ids file.
+// bind maps id to fid, in memory and in the ids file; syncIDs makes the
+// record durable, which must happen before a revision of fid is put.
 func (s *storeSink) bind(id fs.FileID, fid index.FileID) error {
 	if s.ids[id] == fid {
 		return nil
@@ -278,9 +347,22 @@ func (s *storeSink) bind(id fs.FileID, fid index.FileID) error {
 	var rec [idRecordLen]byte
 	copy(rec[:], id[:])
 	binary.BigEndian.PutUint64(rec[16:], uint64(fid))
+	s.unsynced = true
 	if _, err := s.f.Write(rec[:]); err != nil {
 		return fmt.Errorf("append %s: %w", idsFile, err)
 	}
+	return nil
+}
+
+// syncIDs makes the records appended to the ids file durable.
+func (s *storeSink) syncIDs() error {
+	if !s.unsynced {
+		return nil
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", idsFile, err)
+	}
+	s.unsynced = false
 	return nil
 }
 

@@ -59,18 +59,9 @@ func (s *storeSink) recordWindow(ctx context.Context, evs []Event) []error {
 		return []error{s.Record(ctx, evs[0])}
 	}
 	jobs, errs := s.stageWindow(evs)
-	var wg sync.WaitGroup
-	for _, j := range jobs {
-		if j == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.run(ctx, j)
-		}()
-	}
-	wg.Wait()
+	each(jobs, s.open) // new store files share index commits
+	s.bindNew(jobs)    // one fsync of the ids file for the window
+	each(jobs, func(j *job) { s.put(ctx, j) })
 	for i, j := range jobs {
 		if j != nil {
 			errs[i] = s.finish(j)
@@ -78,6 +69,21 @@ func (s *storeSink) recordWindow(ctx context.Context, evs []Event) []error {
 		}
 	}
 	return errs
+}
+
+// each calls fn on every job at once, each in its own goroutine.
+func each(jobs []*job, fn func(*job)) {
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		if j != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fn(j)
+			}()
+		}
+	}
+	wg.Wait()
 }
 
 // stageWindow stages the longest run of batchable changes from the start

@@ -1,0 +1,135 @@
+package mount
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/internal/testutil"
+	"github.com/deltafs/deltafs/objstore"
+)
+
+// watchedIDs wraps the sink's real ids file and checks that no store
+// file has a committed revision before a record mapping a live file to
+// it is durable: when a record is appended, its store file has no
+// revision unless an earlier record of it is durable already, and none
+// is committed between the append and the fsync.
+type watchedIDs struct {
+	idsLog
+	t       *testing.T
+	st      *objstore.Store
+	durable map[index.FileID]bool   // store files with a fsynced record
+	pending map[index.FileID]uint32 // appended, not fsynced: revisions then
+	syncs   int
+}
+
+func (w *watchedIDs) revs(fid index.FileID) uint32 {
+	m, err := w.st.File(fid)
+	if err != nil {
+		w.t.Errorf("store file %d: %v", fid, err)
+	}
+	return m.Revs
+}
+
+func (w *watchedIDs) Write(b []byte) (int, error) {
+	fid := index.FileID(binary.BigEndian.Uint64(b[16:]))
+	if _, ok := w.pending[fid]; !ok {
+		w.pending[fid] = w.revs(fid)
+		if !w.durable[fid] && w.pending[fid] > 0 {
+			w.t.Errorf("store file %d: %d revisions committed before its first record was appended", fid, w.pending[fid])
+		}
+	}
+	return w.idsLog.Write(b)
+}
+
+func (w *watchedIDs) Sync() error {
+	w.syncs++
+	for fid, before := range w.pending {
+		if now := w.revs(fid); now != before && !w.durable[fid] {
+			w.t.Errorf("store file %d: %d revisions when its record was appended, %d when fsynced", fid, before, now)
+		}
+		w.durable[fid] = true
+	}
+	clear(w.pending)
+	return w.idsLog.Sync()
+}
+
+// TestIDsDurableBeforeFirstRevision: a backlog of new files (an untar)
+// and an atomic save are recorded; every record of live.ids is fsynced
+// before a revision of its store file is committed, the new files of a
+// window share one fsync, and live.ids read afresh maps every file.
+func TestIDsDurableBeforeFirstRevision(t *testing.T) {
+	dir := t.TempDir()
+	st, err := objstore.Open(filepath.Join(dir, "s.dfs"), objstore.Config{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sink, err := openStoreSink(st, filepath.Join(dir, idsFile), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	w := &watchedIDs{idsLog: sink.f, t: t, st: st, durable: map[index.FileID]bool{}, pending: map[index.FileID]uint32{}}
+	sink.f = w
+	ls := &lockedSink{sink: sink}
+
+	const n = 200
+	ids := make([]fs.FileID, n+1)
+	change := func(i int, ev Event) Event {
+		p := filepath.Join(dir, fmt.Sprint(i))
+		data := testutil.Bytes(uint64(i), 100+i)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c := fs.Change{Path: fmt.Sprint(i), ID: ids[i], Size: int64(len(data)), New: true}
+		if c.Content, err = os.Open(p); err != nil {
+			t.Fatal(err)
+		}
+		ev.Change = &c
+		return ev
+	}
+	var evs []Event
+	for i := range n {
+		ids[i] = fs.NewFileID()
+		evs = append(evs, change(i, Event{}))
+	}
+	// an atomic save over file 3: a new live file continuing its history
+	ids[n] = fs.NewFileID()
+	evs = append(evs, change(n, Event{Continues: ids[3]}))
+	ls.RecordBatch(context.Background(), evs, func(errs []error) {
+		for _, err := range errs {
+			if err != nil {
+				t.Errorf("recording: %v", err)
+			}
+		}
+	})
+	if len(w.pending) != 0 {
+		t.Errorf("%d records never fsynced", len(w.pending))
+	}
+	t.Logf("%d files, %d fsyncs of %s", n+1, w.syncs, idsFile)
+	if w.syncs > n/maxWindow+3 {
+		t.Errorf("%d fsyncs for %d new files, want one per window of %d", w.syncs, n, maxWindow)
+	}
+	onDisk, err := readIDs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		fid, ok := onDisk[id]
+		if !ok || fid != sink.ids[id] {
+			t.Fatalf("file %d: %s maps to %d (%v), the sink to %d", i, idsFile, fid, ok, sink.ids[id])
+		}
+		if m, err := st.File(fid); err != nil || m.Revs == 0 {
+			t.Fatalf("file %d: store file %d %+v (%v), want revisions", i, fid, m, err)
+		}
+	}
+	if onDisk[ids[n]] != onDisk[ids[3]] {
+		t.Errorf("the atomic save started store file %d, want file 3's %d", onDisk[ids[n]], onDisk[ids[3]])
+	}
+}
