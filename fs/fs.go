@@ -58,6 +58,7 @@ type FS struct {
 	open        openWriters   // writable handles not released yet
 	contentFds  atomic.Int64  // Changes holding an open descriptor (see maxContentFds)
 	reports     atomic.Uint64 // Changes reported (Change.Report)
+	closing     atomic.Int32  // writable handles closed but not released, all files (see history_wait.go)
 
 	// serverReads counts reads served by this process for handles
 	// meant for passthrough: zero when passthrough works.

@@ -15,6 +15,10 @@ import (
 // that have not written since. A handle left open through a dup of its
 // descriptor looks the same until it writes again: that is what the
 // bound is for.
+//
+// A snapshot waits the same way, for every file at once (WaitReleases):
+// otherwise a file closed just before "mkdir .snapshots/x" is recorded by
+// the snapshot build itself, and its late release records it once more.
 
 // closingWait bounds the wait for releases in flight: a RELEASE normally
 // follows its FLUSH within a millisecond.
@@ -30,6 +34,7 @@ type closeMark struct {
 func (n *Node) closeSeen(m *closeMark) {
 	if !m.on.Swap(true) {
 		n.closing.Add(1)
+		n.fsys.closing.Add(1)
 	}
 }
 
@@ -38,6 +43,7 @@ func (n *Node) closeSeen(m *closeMark) {
 func (n *Node) closeUndone(m *closeMark) {
 	if m.on.Load() && m.on.Swap(false) {
 		n.closing.Add(-1)
+		n.fsys.closing.Add(-1)
 	}
 }
 
@@ -48,8 +54,23 @@ func (f *FS) waitReleases(ctx context.Context, rel string) {
 	if n == nil {
 		return
 	}
+	waitZero(ctx, &n.closing)
+}
+
+// WaitReleases waits up to closingWait until no writable handle of any
+// live file is closed but not released: a snapshot calls it first, so
+// that the changes of every close that returned before it are reported.
+func (f *FS) WaitReleases(ctx context.Context) {
+	waitZero(ctx, &f.closing)
+}
+
+// waitZero polls c until it is zero, for at most closingWait.
+func waitZero(ctx context.Context, c *atomic.Int32) {
+	if c.Load() <= 0 {
+		return
+	}
 	deadline := time.Now().Add(closingWait)
-	for n.closing.Load() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+	for c.Load() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(time.Millisecond)
 	}
 }

@@ -18,9 +18,11 @@ import (
 // it is the fs.Snapshots of the .snapshots directory and the Controller
 // of the control socket, and serves the offline CLI too.
 //
-// Taking a snapshot: prepare (the mount reports what open writers wrote
-// so far and waits until the recorder has recorded everything reported,
-// so that every write that returned before the mkdir is in a revision),
+// Taking a snapshot: prepare (the mount waits, briefly, for the releases
+// of writable handles already closed, since the kernel sends RELEASE
+// after close(2) returns; it reports what open writers wrote so far and
+// waits until the recorder has recorded everything reported, so that
+// every write that returned before the mkdir is in a revision, once),
 // then the TreeBuilder re-serialises the directories that changed, and
 // the store records the snapshot. The list of snapshots is cached in
 // memory (every change to it goes through here while mounted), so that

@@ -39,11 +39,13 @@ func (p *snapshotParts) fsConfig(c fs.Config) fs.Config {
 	return c
 }
 
-// prepareWith makes snapshots wait for the recorder and take the open
-// writers of fsys.
+// prepareWith makes snapshots wait for the releases of closed writable
+// handles (the kernel sends RELEASE after close(2) returns) and for the
+// recorder, and take the open writers of fsys.
 func (p *snapshotParts) prepareWith(rec *Recorder, fsys *fs.FS) {
 	p.hist.rec, p.hist.writers = rec, fsys.Writers
 	p.snap.prepare = func(ctx context.Context) ([]fs.Touch, error) {
+		fsys.WaitReleases(ctx)
 		if err := rec.Sync(ctx); err != nil {
 			return nil, err
 		}
