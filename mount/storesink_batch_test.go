@@ -152,3 +152,44 @@ func TestJournalCleanPastDescriptorCap(t *testing.T) {
 		t.Fatalf("%d revisions, want %d", s.Revisions, n)
 	}
 }
+
+// BenchmarkRecordNewFiles: a backlog of new 4 KiB files (an untar)
+// recorded by the sink in windows: the store's group commits and the
+// fsyncs of live.ids (one per window) per file.
+func BenchmarkRecordNewFiles(b *testing.B) {
+	dir := b.TempDir()
+	st, err := objstore.Open(filepath.Join(dir, "s.dfs"), objstore.Config{Create: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	sink, err := openStoreSink(st, filepath.Join(dir, idsFile), quiet())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sink.Close()
+	ls := &lockedSink{sink: sink}
+	evs := make([]Event, b.N)
+	for i := range evs {
+		p := filepath.Join(dir, fmt.Sprint(i))
+		data := testutil.Bytes(uint64(i), 4096)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		c := fs.Change{Path: fmt.Sprint(i), ID: fs.NewFileID(), Size: int64(len(data)), New: true}
+		if c.Content, err = os.Open(p); err != nil {
+			b.Fatal(err)
+		}
+		evs[i] = Event{Change: &c}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer reportCPU(b)()
+	ls.RecordBatch(context.Background(), evs, func(errs []error) {
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
