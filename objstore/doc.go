@@ -39,6 +39,8 @@
 // fsyncs and index commits are batched (group commit: the first waiter
 // becomes the leader and commits everything appended so far) so many small
 // puts share one fsync. A failed commit leaves the store refusing writes.
+// PutNoWait returns before the commit, with the function that waits for
+// it, so that a writer overlaps its next work with the disk.
 //
 // Costs: a put deltas against its parents' fulltexts; the newest fulltext
 // of recently written files is kept (Config.LatestBytes), so revision n+1
