@@ -67,7 +67,9 @@
 // The dirty ranges of a Change become a copy/insert delta against the
 // file's previous revision (delta.EncodeWrites, reading only the written
 // bytes), carried into Put, which verifies it and keeps it unless its own
-// is smaller. Not yet: objstore.Put still takes the whole fulltext, so
+// is smaller; unless they cover most of the file (a rewrite, e.g. after
+// O_TRUNC): then the whole file is diffed against the previous text, which
+// stores only what changed. Not yet: objstore.Put still takes the whole fulltext, so
 // recording reads the whole live file (files over 4 GiB are not
 // recorded).
 //
