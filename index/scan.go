@@ -34,9 +34,32 @@ func (db *DB) scan(ctx context.Context, prefix []byte, values bool, fn func(k, v
 	})
 }
 
+// scanInPlace is scan with values read where they lie, valid only during
+// the call of fn, and no prefetching: for small values decoded at once
+// (an entry is tens of bytes), prefetching costs goroutines and copies
+// and saves nothing.
+func (db *DB) scanInPlace(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
+	return db.bdb.View(func(txn *badger.Txn) error {
+		o := badger.DefaultIteratorOptions
+		o.Prefix, o.PrefetchValues = prefix, false
+		it := txn.NewIterator(o)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctxErr(ctx); err != nil {
+				return err
+			}
+			item := it.Item()
+			if err := item.Value(func(v []byte) error { return fn(item.Key(), v) }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // Revisions calls fn with every entry of file f, in revision order.
 func (db *DB) Revisions(ctx context.Context, f FileID, fn func(Entry) error) error {
-	err := db.scan(ctx, revPrefix(f), true, func(k, v []byte) error {
+	err := db.scanInPlace(ctx, revPrefix(f), func(k, v []byte) error {
 		var e Entry
 		if err := e.UnmarshalBinary(v); err != nil {
 			return fmt.Errorf("key %x: %w", k, err)

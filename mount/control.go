@@ -44,6 +44,9 @@ type Request struct {
 	// root (the mount point), slash-separated.
 	Path string  `json:"path,omitempty"`
 	Spec RevSpec `json:"spec,omitempty"` // cat's revision; restore's Rev
+	// Rows asks for log's revisions as binary rows after the answer
+	// (history_rows.go) rather than in it.
+	Rows bool `json:"rows,omitempty"`
 }
 
 // Response answers a Request.
@@ -290,7 +293,12 @@ func (s *controlServer) history(ctx context.Context, req Request) (Response, []b
 	case "log":
 		l, err := s.c.Log(ctx, req.Path)
 		resp.Log = &l
-		return resp, nil, err
+		if err != nil || !req.Rows {
+			return resp, nil, err
+		}
+		data := appendRows(make([]byte, 0, 32*len(l.Revisions)+8), l.Revisions)
+		l.Revisions, resp.DataBytes = nil, int64(len(data))
+		return resp, data, nil
 	case "cat":
 		r, data, err := s.c.Cat(ctx, req.Path, req.Spec)
 		resp.Revision, resp.DataBytes = &r, int64(len(data))

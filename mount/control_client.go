@@ -137,12 +137,17 @@ func (r remote) Stats(ctx context.Context) (Stats, error) {
 }
 
 func (r remote) Log(ctx context.Context, path string) (FileLog, error) {
-	resp, err := r.call(ctx, Request{Op: "log", Path: path})
+	resp, data, err := callData(ctx, r.dir, Request{Op: "log", Path: path, Rows: true})
 	if err != nil {
 		return FileLog{}, err
 	}
 	if resp.Log == nil {
 		return FileLog{}, errEmpty
+	}
+	if resp.DataBytes > 0 { // else a mount that answers in JSON only
+		if resp.Log.Revisions, err = readRows(data); err != nil {
+			return FileLog{}, fmt.Errorf("control socket of %s: %w", r.dir, err)
+		}
 	}
 	return *resp.Log, nil
 }

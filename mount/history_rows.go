@@ -1,0 +1,192 @@
+package mount
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The rows of "deltafs log" cross the control socket in a compact binary
+// form rather than inside the JSON answer: a file of 10,000 revisions is
+// about 1.8 MB of JSON, which the mount took ~30 ms to encode (and grew
+// its heap by as much again) and the CLI ~80 ms to decode; as rows it is
+// about a fifth of that, read with no reflection. The answer's JSON
+// carries the log's path and file with no revisions and DataBytes; the
+// rows follow it like cat's content. A client asks for this form
+// (Request.Rows); a mount that does not know it answers in JSON, which
+// the client still reads.
+//
+// Layout: uvarint row count, then per row, uvarints unless said:
+//
+//	rev, time (ns since the epoch, zigzag varint, delta from the previous
+//	row), size, chain, stored, base (string), refs present (bit 0
+//	base_rev, 1 p1, 2 p2) then file and rev of each present, flag count
+//	and flags (strings), snapshot count and names (strings)
+//
+// where a string is a uvarint length and its bytes.
+
+// maxRowString bounds a string in a row: snapshot names are short.
+const maxRowString = 4096
+
+// appendRows encodes revs.
+func appendRows(b []byte, revs []RevInfo) []byte {
+	b = binary.AppendUvarint(b, uint64(len(revs)))
+	var prev int64
+	for _, r := range revs {
+		t := r.Time.UnixNano()
+		b = binary.AppendUvarint(b, uint64(r.Rev))
+		b = binary.AppendVarint(b, t-prev)
+		prev = t
+		b = binary.AppendUvarint(b, r.Size)
+		b = binary.AppendUvarint(b, uint64(r.Chain))
+		b = binary.AppendUvarint(b, uint64(r.Stored))
+		b = appendString(b, r.Base)
+		refs := [3]*RevRef{r.BaseRev, r.P1, r.P2}
+		var present byte
+		for i, ref := range refs {
+			if ref != nil {
+				present |= 1 << i
+			}
+		}
+		b = append(b, present)
+		for _, ref := range refs {
+			if ref != nil {
+				b = binary.AppendUvarint(binary.AppendUvarint(b, ref.File), uint64(ref.Rev))
+			}
+		}
+		b = appendStrings(b, r.Flags)
+		b = appendStrings(b, r.Snapshots)
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func appendStrings(b []byte, l []string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(l)))
+	for _, s := range l {
+		b = appendString(b, s)
+	}
+	return b
+}
+
+// errRows is a malformed row stream.
+var errRows = errors.New("control socket: malformed log rows")
+
+// rowReader decodes appendRows' output; the first error sticks.
+type rowReader struct {
+	b   []byte
+	err error
+}
+
+func (d *rowReader) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errRows
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *rowReader) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errRows
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *rowReader) uint32() uint32 {
+	v := d.uvarint()
+	if v > 1<<32-1 {
+		d.err = errRows
+	}
+	return uint32(v)
+}
+
+func (d *rowReader) byte() byte {
+	if d.err != nil || len(d.b) == 0 {
+		d.err = errRows
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *rowReader) string() string {
+	n := d.uvarint()
+	if d.err != nil || n > maxRowString || n > uint64(len(d.b)) {
+		d.err = errRows
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+// strings reads a list; none gives nil, as in the JSON (omitempty).
+func (d *rowReader) strings() []string {
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(d.b)) { // each string takes a byte at least
+		d.err = errRows
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	l := make([]string, n)
+	for i := range l {
+		l[i] = d.string()
+	}
+	return l
+}
+
+// readRows decodes the rows b holds, which must be all of it.
+func readRows(b []byte) ([]RevInfo, error) {
+	d := &rowReader{b: b}
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(b)) { // a row takes several bytes
+		return nil, errRows
+	}
+	revs := make([]RevInfo, n)
+	var t int64
+	for i := range revs {
+		r := &revs[i]
+		r.Rev = d.uint32()
+		t += d.varint()
+		r.Time = time.Unix(0, t).UTC()
+		r.Size = d.uvarint()
+		r.Chain, r.Stored = d.uint32(), d.uint32()
+		r.Base = d.string()
+		present := d.byte()
+		if present > 7 {
+			d.err = errRows
+		}
+		for j, ref := range []**RevRef{&r.BaseRev, &r.P1, &r.P2} {
+			if present&(1<<j) != 0 {
+				*ref = &RevRef{File: d.uvarint(), Rev: d.uint32()}
+			}
+		}
+		r.Flags, r.Snapshots = d.strings(), d.strings()
+		if d.err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, d.err)
+		}
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the last row", errRows, len(d.b))
+	}
+	return revs, nil
+}
