@@ -57,6 +57,12 @@ func (f *FS) waitReleases(ctx context.Context, rel string) {
 	waitZero(ctx, &n.closing)
 }
 
+// WaitFileReleases is waitReleases for the mount's history commands
+// (deltafs log, cat, restore): rel is slash-separated, below the root.
+func (f *FS) WaitFileReleases(ctx context.Context, rel string) {
+	f.waitReleases(ctx, rel)
+}
+
 // WaitReleases waits up to closingWait until no writable handle of any
 // live file is closed but not released: a snapshot calls it first, so
 // that the changes of every close that returned before it are reported.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"time"
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
@@ -32,29 +30,12 @@ type historian struct {
 	rec *Recorder   // in a mount; nil offline
 	ls  *lockedSink // nil when read-only
 	mnt string      // mount point; "" offline
-	// writers returns the live files open for writing (in a mount).
-	writers func() []fs.Touch
-}
-
-// closeSettle bounds how long a history call waits for a file's writable
-// handles to be released: close(2) returns before the kernel sends FUSE's
-// release, which is when the change is reported. A file held open for
-// writing longer than this is taken as recorded so far.
-const closeSettle = 250 * time.Millisecond
-
-// settle waits until no writable handle of live inode ino is open, or
-// closeSettle has passed.
-func (h *historian) settle(ctx context.Context, ino uint64) {
-	if h.writers == nil {
-		return
-	}
-	deadline := time.Now().Add(closeSettle)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if !slices.ContainsFunc(h.writers(), func(t fs.Touch) bool { return t.Node == ino }) {
-			return
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	// waitClosed waits, briefly, for the releases of the writable
+	// handles of the live file at rel whose close the mount has seen
+	// (fs.FS.WaitFileReleases): close(2) returns before the kernel sends
+	// FUSE's release, which is when the change is reported. A file held
+	// open for writing is taken as recorded so far, at once. Nil offline.
+	waitClosed func(ctx context.Context, rel string)
 }
 
 // resolve maps rel to its live file and store file.
@@ -69,7 +50,9 @@ func (h *historian) resolve(ctx context.Context, rel string) (liveFile, index.Fi
 	var fid index.FileID
 	switch {
 	case h.ls != nil && h.rec != nil:
-		h.settle(ctx, lf.Ino)
+		if h.waitClosed != nil {
+			h.waitClosed(ctx, lf.Rel)
+		}
 		fid, err = storeFileOf(ctx, h.rec, h.ls, lf.ID)
 	case h.ls != nil:
 		fid, err = storeFileOf(ctx, nil, h.ls, lf.ID)

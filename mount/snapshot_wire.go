@@ -43,7 +43,7 @@ func (p *snapshotParts) fsConfig(c fs.Config) fs.Config {
 // handles (the kernel sends RELEASE after close(2) returns) and for the
 // recorder, and take the open writers of fsys.
 func (p *snapshotParts) prepareWith(rec *Recorder, fsys *fs.FS) {
-	p.hist.rec, p.hist.writers = rec, fsys.Writers
+	p.hist.rec, p.hist.waitClosed = rec, fsys.WaitFileReleases
 	p.snap.prepare = func(ctx context.Context) ([]fs.Touch, error) {
 		fsys.WaitReleases(ctx)
 		if err := rec.Sync(ctx); err != nil {
