@@ -93,6 +93,7 @@ type BuildStats struct {
 	Serialised int // directories read and encoded again
 	Reused     int // unchanged directories whose tree was kept
 	Entries    int // entries statted
+	Kept       int // of those, unchanged entries taken from the previous tree
 }
 
 // Built is a snapshot tree ready to be stored.
@@ -113,7 +114,7 @@ func (b *TreeBuilder) Build(ctx context.Context, revs Revisions, writers []Touch
 	for _, w := range writers {
 		dirty[w.Dir], nodes[w.Node] = struct{}{}, struct{}{}
 	}
-	w := &walk{b: b, ctx: ctx, revs: revs, needs: b.needs(dirty, nodes),
+	w := &walk{b: b, ctx: ctx, revs: revs, needs: b.needs(dirty, nodes), marked: nodes,
 		cache: map[uint64]cachedDir{}, links: map[uint64][]uint64{}, out: &Built{Trees: map[index.TreeHash][]byte{}}}
 	err := w.buildRoot()
 	if err == nil {
@@ -187,10 +188,13 @@ type walk struct {
 	ctx   context.Context
 	revs  Revisions
 	needs map[uint64]bool
-	cache map[uint64]cachedDir // directories seen by this build
-	links map[uint64][]uint64  // multi-link files seen by this build
-	root  uint64
-	out   *Built
+	// marked holds the nodes touched since the last build (and the open
+	// writers): their entries are described afresh, never kept.
+	marked map[uint64]struct{}
+	cache  map[uint64]cachedDir // directories seen by this build
+	links  map[uint64][]uint64  // multi-link files seen by this build
+	root   uint64
+	out    *Built
 }
 
 func (w *walk) buildRoot() error {
@@ -218,11 +222,17 @@ func (w *walk) dir(rel string, ino, parent uint64, born int64) (index.TreeHash, 
 	if err := w.ctx.Err(); err != nil {
 		return index.TreeHash{}, err
 	}
-	if c, ok := w.b.cache[ino]; ok && !w.needs[ino] && c.birth == born {
+	c, cached := w.b.cache[ino]
+	cached = cached && c.birth == born
+	if cached && !w.needs[ino] {
 		c.parent = parent
 		w.cache[ino] = c
 		w.out.Stats.Reused++
 		return c.hash, nil
+	}
+	var prev *index.Tree
+	if cached {
+		prev = w.prevTree(c.hash)
 	}
 	names, err := readNames(filepath.Join(w.b.live, rel))
 	if err != nil {
@@ -233,7 +243,7 @@ func (w *walk) dir(rel string, ino, parent uint64, born int64) (index.TreeHash, 
 		if rel == "" && (name == SnapshotsName || name == HistoryName) {
 			continue // never inside a snapshot
 		}
-		e, ok, err := w.entry(rel, name, ino)
+		e, ok, err := w.entry(rel, name, ino, prev)
 		if err != nil {
 			return index.TreeHash{}, err
 		}
@@ -252,8 +262,9 @@ func (w *walk) dir(rel string, ino, parent uint64, born int64) (index.TreeHash, 
 	return h, nil
 }
 
-// entry describes rel/name; ok is false if it vanished meanwhile.
-func (w *walk) entry(rel, name string, dirIno uint64) (index.TreeEntry, bool, error) {
+// entry describes rel/name; ok is false if it vanished meanwhile. prev is
+// the directory's previous tree, nil if unknown.
+func (w *walk) entry(rel, name string, dirIno uint64, prev *index.Tree) (index.TreeEntry, bool, error) {
 	path := filepath.Join(w.b.live, rel, name)
 	var x unix.Statx_t
 	if err := statx(path, &x); errors.Is(err, syscall.ENOENT) {
@@ -263,6 +274,9 @@ func (w *walk) entry(rel, name string, dirIno uint64) (index.TreeEntry, bool, er
 	}
 	w.out.Stats.Entries++
 	e := entryOf(name, &x)
+	if w.keep(prev, &e) {
+		return w.kept(rel, dirIno, &x, e)
+	}
 	if err := w.xattrs(path, &e); err != nil {
 		return e, false, err
 	}

@@ -7,9 +7,11 @@ import (
 	"os"
 	"path"
 	"testing"
+	"time"
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
+	"golang.org/x/sys/unix"
 )
 
 // makeTree creates top directories of sub directories of files: top*sub
@@ -55,7 +57,51 @@ func TestSnapshotCostFollowsChanges(t *testing.T) {
 	if s.Entries != 10*25+10*10+20 {
 		t.Fatalf("ten changes statted %d entries", s.Entries)
 	}
+	if s.Kept != s.Entries-10 { // all but the ten changed files
+		t.Fatalf("ten changes kept %d of %d entries", s.Kept, s.Entries)
+	}
 	checkAgainstFullBuild(t, e, "ten")
+}
+
+// TestSnapshotKeepsOnlyUnchangedEntries: an entry of a directory
+// serialised again is taken from the previous tree only if its node was
+// not touched and its stat is the same; a sibling changed without a touch
+// (an xattr set behind the builder's back moves its ctime) and a name
+// replaced by another file are described afresh.
+func TestSnapshotKeepsOnlyUnchangedEntries(t *testing.T) {
+	e := newSnapEnv(t)
+	leaves := makeTree(t, e.live, 1, 1, 20)
+	dir := e.live + "/" + leaves[0]
+	must(t, os.Symlink("f0001", dir+"/link"))
+	must(t, unix.Lsetxattr(dir+"/f0002", "user.tag", []byte("one"), 0))
+	e.mustCreate("base")
+	time.Sleep(30 * time.Millisecond) // past the coarse clock's tick, so ctimes move
+	writeFile(t, dir+"/f0000", "changed")
+	e.touchPath(leaves[0] + "/f0000")
+	must(t, unix.Lsetxattr(dir+"/f0002", "user.tag", []byte("two"), 0)) // no touch
+	must(t, os.Rename(dir+"/f0003", dir+"/f0004"))                      // replaces f0004
+	e.touchPath(leaves[0] + "/f0004")
+	s := e.mustCreate("after")
+	// 20 entries in the leaf (19 files, f0003 gone, and the link), one
+	// each above it; changed: f0000, f0002, f0004 and the leaf (its mtime
+	// moved with the rename).
+	if s.Entries != 22 || s.Kept != 18 {
+		t.Fatalf("stats %+v, want 22 entries statted, 18 kept", s)
+	}
+	checkAgainstFullBuild(t, e, "after")
+	snap, err := e.st.Snapshot("after")
+	must(t, err)
+	tr, err := e.st.Tree(snap.Root.Tree)
+	for _, name := range []string{"t000", "s000"} {
+		must(t, err)
+		d, _ := tr.Lookup(name)
+		tr, err = e.st.Tree(d.Tree)
+	}
+	must(t, err)
+	f2, _ := tr.Lookup("f0002")
+	if len(f2.Xattrs) != 1 || string(f2.Xattrs[0].Value) != "two" {
+		t.Fatalf("f0002 xattrs %+v, want user.tag=two", f2.Xattrs)
+	}
 }
 
 // checkAgainstFullBuild builds the live tree again from nothing and

@@ -53,6 +53,11 @@ type knownRev struct {
 	mtime, ctime syscall.Timespec
 }
 
+// Tree lets builds keep unchanged entries, as the mount's does.
+func (r *storeRevs) Tree(ctx context.Context, h index.TreeHash) (*index.Tree, error) {
+	return r.st.Tree(h)
+}
+
 func (r *storeRevs) Revision(ctx context.Context, id fs.FileID, path string, size int64) (index.RevID, error) {
 	var st syscall.Stat_t
 	if err := syscall.Lstat(path, &st); err != nil {

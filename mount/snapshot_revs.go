@@ -42,6 +42,14 @@ type liveRevs struct {
 	ls *lockedSink
 }
 
+var _ fs.TreeSource = (*liveRevs)(nil)
+
+// Tree returns a stored tree: a build keeps the unchanged entries of the
+// directories it serialises again from their previous trees.
+func (r *liveRevs) Tree(ctx context.Context, h index.TreeHash) (*index.Tree, error) {
+	return r.st.Tree(h)
+}
+
 func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size int64) (index.RevID, error) {
 	r.ls.mu.Lock()
 	defer r.ls.mu.Unlock()
