@@ -140,7 +140,7 @@ func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
 	if known {
 		prev = s.prev(fid)
 	}
-	if r.unchangedSince(prev, fi) {
+	if r.j.continues(id).IsZero() && r.unchangedSince(prev, fi) {
 		return nil
 	}
 	data, err := readContent(f, fi.Size())
@@ -180,6 +180,8 @@ func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
 // at will (tar, cp -p), the ctime moves with every write and cannot be
 // set back. A file dirtied but never written (a passthrough writer
 // that wrote nothing) or recorded just before the kill is skipped so.
+// Not for a file that replaced another (an atomic save): prev may then
+// be the replaced file's content, recorded after the save's rename.
 func (r *redoer) unchangedSince(prev index.RevID, fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if prev.IsNull() || !ok {
