@@ -132,6 +132,13 @@ type controller struct {
 	*historian
 }
 
+// rowLogger is a Controller that answers log with rows (history_rows.go).
+type rowLogger interface {
+	logRows(ctx context.Context, rel string, b []byte) (FileLog, []byte, error)
+}
+
+var _ rowLogger = controller{}
+
 // controlServer serves a Controller on the control socket.
 type controlServer struct {
 	ln    *net.UnixListener
@@ -291,14 +298,14 @@ func (s *controlServer) history(ctx context.Context, req Request) (Response, []b
 	var resp Response
 	switch req.Op {
 	case "log":
+		if lr, ok := s.c.(rowLogger); ok && req.Rows {
+			l, data, err := lr.logRows(ctx, req.Path, nil)
+			resp.Log, resp.DataBytes = &l, int64(len(data))
+			return resp, data, err
+		}
 		l, err := s.c.Log(ctx, req.Path)
 		resp.Log = &l
-		if err != nil || !req.Rows {
-			return resp, nil, err
-		}
-		data := appendRows(make([]byte, 0, 32*len(l.Revisions)+8), l.Revisions)
-		l.Revisions, resp.DataBytes = nil, int64(len(data))
-		return resp, data, nil
+		return resp, nil, err
 	case "cat":
 		r, data, err := s.c.Cat(ctx, req.Path, req.Spec)
 		resp.Revision, resp.DataBytes = &r, int64(len(data))

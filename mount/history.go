@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
@@ -74,26 +75,44 @@ func (h *historian) resolve(ctx context.Context, rel string) (liveFile, index.Fi
 // Log returns the history of the file at rel, oldest first, with the
 // snapshots holding each revision.
 func (h *historian) Log(ctx context.Context, rel string) (FileLog, error) {
+	var revs []RevInfo
+	out, err := h.eachLogRev(ctx, rel, func(n uint64) { revs = make([]RevInfo, 0, n) },
+		func(r RevInfo) { revs = append(revs, r) })
+	out.Revisions = revs
+	return out, err
+}
+
+// logRows is Log with the revisions appended to b as rows
+// (history_rows.go), as they are read: the control socket's form.
+func (h *historian) logRows(ctx context.Context, rel string, b []byte) (FileLog, []byte, error) {
+	w := newRowWriter(b)
+	out, err := h.eachLogRev(ctx, rel, func(n uint64) { w.b = slices.Grow(w.b, 24*int(min(n, 1<<20))) }, w.add)
+	return out, w.bytes(), err
+}
+
+// eachLogRev resolves rel, calls count with how many revisions it has,
+// then fn with each; it returns the log without revisions.
+func (h *historian) eachLogRev(ctx context.Context, rel string, count func(uint64), fn func(RevInfo)) (FileLog, error) {
 	lf, fid, err := h.resolve(ctx, rel)
 	if err != nil {
 		return FileLog{}, err
 	}
-	hist, err := h.st.History(ctx, fid)
+	held, err := h.st.HoldingRevs(ctx, fid)
 	if err != nil {
 		return FileLog{}, wrapCorrupt(err)
 	}
-	held, err := h.st.Holding(ctx, fid, hist)
-	if err != nil {
-		return FileLog{}, wrapCorrupt(err)
-	}
-	out := FileLog{Path: lf.Rel, File: uint64(fid), Revisions: make([]RevInfo, len(hist))}
-	for i, r := range hist {
-		out.Revisions[i] = infoOfRev(r)
-		for _, sn := range held[i] {
-			out.Revisions[i].Snapshots = append(out.Revisions[i].Snapshots, sn.Name)
+	err = h.st.EachRevision(ctx, fid, count, func(r objstore.Revision) error {
+		info := infoOfRev(r)
+		for _, sn := range held[r.Rev] {
+			info.Snapshots = append(info.Snapshots, sn.Name)
 		}
+		fn(info)
+		return nil
+	})
+	if err != nil {
+		return FileLog{}, wrapCorrupt(err)
 	}
-	return out, nil
+	return FileLog{Path: lf.Rel, File: uint64(fid)}, nil
 }
 
 // Cat returns the revision of the file at rel that spec picks, and its

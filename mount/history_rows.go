@@ -17,48 +17,78 @@ import (
 // (Request.Rows); a mount that does not know it answers in JSON, which
 // the client still reads.
 //
-// Layout: uvarint row count, then per row, uvarints unless said:
+// Layout: a version byte (rowsVersion), the row count (4 bytes, big
+// endian), then the rows, each of uvarints unless said:
 //
 //	rev, time (ns since the epoch, zigzag varint, delta from the previous
-//	row), size, chain, stored, base (string), refs present (bit 0
+//	row), size, chain, stored, base (string), refs present (a byte: bit 0
 //	base_rev, 1 p1, 2 p2) then file and rev of each present, flag count
 //	and flags (strings), snapshot count and names (strings)
 //
-// where a string is a uvarint length and its bytes.
+// where a string is a uvarint length and its bytes. The mount encodes
+// the rows as it reads the file's index rows (historian.logRows): no
+// list of 10,000 revisions is built on its side.
+
+// rowsVersion is the first byte of the rows.
+const rowsVersion = 1
 
 // maxRowString bounds a string in a row: snapshot names are short.
 const maxRowString = 4096
 
+// rowWriter encodes rows.
+type rowWriter struct {
+	b    []byte
+	at   int    // where the count goes
+	n    uint32 // rows so far
+	prev int64  // time of the previous row
+}
+
+func newRowWriter(b []byte) *rowWriter {
+	return &rowWriter{b: append(b, rowsVersion, 0, 0, 0, 0), at: len(b) + 1}
+}
+
+// bytes returns the rows with their count.
+func (w *rowWriter) bytes() []byte {
+	binary.BigEndian.PutUint32(w.b[w.at:], w.n)
+	return w.b
+}
+
+// add appends r.
+func (w *rowWriter) add(r RevInfo) {
+	b := w.b
+	w.n++
+	t := r.Time.UnixNano()
+	b = binary.AppendUvarint(b, uint64(r.Rev))
+	b = binary.AppendVarint(b, t-w.prev)
+	w.prev = t
+	b = binary.AppendUvarint(b, r.Size)
+	b = binary.AppendUvarint(b, uint64(r.Chain))
+	b = binary.AppendUvarint(b, uint64(r.Stored))
+	b = appendString(b, r.Base)
+	refs := [3]*RevRef{r.BaseRev, r.P1, r.P2}
+	var present byte
+	for i, ref := range refs {
+		if ref != nil {
+			present |= 1 << i
+		}
+	}
+	b = append(b, present)
+	for _, ref := range refs {
+		if ref != nil {
+			b = binary.AppendUvarint(binary.AppendUvarint(b, ref.File), uint64(ref.Rev))
+		}
+	}
+	b = appendStrings(b, r.Flags)
+	w.b = appendStrings(b, r.Snapshots)
+}
+
 // appendRows encodes revs.
 func appendRows(b []byte, revs []RevInfo) []byte {
-	b = binary.AppendUvarint(b, uint64(len(revs)))
-	var prev int64
+	w := newRowWriter(b)
 	for _, r := range revs {
-		t := r.Time.UnixNano()
-		b = binary.AppendUvarint(b, uint64(r.Rev))
-		b = binary.AppendVarint(b, t-prev)
-		prev = t
-		b = binary.AppendUvarint(b, r.Size)
-		b = binary.AppendUvarint(b, uint64(r.Chain))
-		b = binary.AppendUvarint(b, uint64(r.Stored))
-		b = appendString(b, r.Base)
-		refs := [3]*RevRef{r.BaseRev, r.P1, r.P2}
-		var present byte
-		for i, ref := range refs {
-			if ref != nil {
-				present |= 1 << i
-			}
-		}
-		b = append(b, present)
-		for _, ref := range refs {
-			if ref != nil {
-				b = binary.AppendUvarint(binary.AppendUvarint(b, ref.File), uint64(ref.Rev))
-			}
-		}
-		b = appendStrings(b, r.Flags)
-		b = appendStrings(b, r.Snapshots)
+		w.add(r)
 	}
-	return b
+	return w.bytes()
 }
 
 func appendString(b []byte, s string) []byte {
@@ -154,17 +184,21 @@ func (d *rowReader) strings() []string {
 	return l
 }
 
-// readRows decodes the rows b holds, which must be all of it.
+// readRows decodes the rows b holds, which must be all of it; no rows
+// give an empty list (the JSON says []).
 func readRows(b []byte) ([]RevInfo, error) {
-	d := &rowReader{b: b}
-	n := d.uvarint()
-	if d.err != nil || n > uint64(len(b)) { // a row takes several bytes
-		return nil, errRows
+	if len(b) < 5 || b[0] != rowsVersion {
+		return nil, fmt.Errorf("%w: no version %d header", errRows, rowsVersion)
 	}
-	revs := make([]RevInfo, n)
+	n := binary.BigEndian.Uint32(b[1:])
+	d := &rowReader{b: b[5:]}
+	if uint64(n) > uint64(len(d.b)) { // a row takes several bytes
+		return nil, fmt.Errorf("%w: %d rows in %d bytes", errRows, n, len(d.b))
+	}
+	revs := make([]RevInfo, 0, n)
 	var t int64
-	for i := range revs {
-		r := &revs[i]
+	for i := range n {
+		var r RevInfo
 		r.Rev = d.uint32()
 		t += d.varint()
 		r.Time = time.Unix(0, t).UTC()
@@ -184,6 +218,7 @@ func readRows(b []byte) ([]RevInfo, error) {
 		if d.err != nil {
 			return nil, fmt.Errorf("row %d: %w", i, d.err)
 		}
+		revs = append(revs, r)
 	}
 	if len(d.b) != 0 {
 		return nil, fmt.Errorf("%w: %d bytes after the last row", errRows, len(d.b))

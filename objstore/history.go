@@ -47,19 +47,28 @@ func revisionOf(e index.Entry) Revision {
 // file that was never allocated gives an error matching ErrNotFound; one
 // allocated but never written gives no revisions.
 func (s *Store) History(ctx context.Context, f index.FileID) ([]Revision, error) {
-	m, err := s.idx.File(f)
-	if err != nil {
-		return nil, fmt.Errorf("objstore: history of file %d: %w", f, err)
-	}
-	out := make([]Revision, 0, m.Revs)
-	err = s.idx.Revisions(ctx, f, func(e index.Entry) error {
-		out = append(out, revisionOf(e))
+	var out []Revision
+	err := s.EachRevision(ctx, f, func(n uint64) { out = make([]Revision, 0, n) }, func(r Revision) error {
+		out = append(out, r)
 		return nil
 	})
+	return out, err
+}
+
+// EachRevision is History one revision at a time, with no list: it calls
+// count with the number of revisions the file has (fn may be called that
+// many times, fewer if some are not committed yet), then fn with each.
+func (s *Store) EachRevision(ctx context.Context, f index.FileID, count func(uint64), fn func(Revision) error) error {
+	m, err := s.idx.File(f)
 	if err != nil {
-		return nil, fmt.Errorf("objstore: history of file %d: %w", f, err)
+		return fmt.Errorf("objstore: history of file %d: %w", f, err)
 	}
-	return out, nil
+	count(uint64(m.Revs))
+	err = s.idx.Revisions(ctx, f, func(e index.Entry) error { return fn(revisionOf(e)) })
+	if err != nil {
+		return fmt.Errorf("objstore: history of file %d: %w", f, err)
+	}
+	return nil
 }
 
 // Revision returns the record of one revision; a missing one gives an
@@ -74,22 +83,35 @@ func (s *Store) Revision(id index.RevID) (Revision, error) {
 
 // Holding returns, for every revision of hist (file f's History, oldest
 // first), the snapshots that hold it, in creation order: out[i] belongs
-// to hist[i]. It walks each snapshot's reference set once, in its stored
-// bytes (index.RawRefs), reading only the containers that can hold f.
+// to hist[i].
 func (s *Store) Holding(ctx context.Context, f index.FileID, hist []Revision) ([][]index.Snapshot, error) {
 	out := make([][]index.Snapshot, len(hist))
 	if len(hist) == 0 {
 		return out, nil
 	}
+	held, err := s.HoldingRevs(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range hist {
+		out[i] = held[r.Rev]
+	}
+	return out, nil
+}
+
+// HoldingRevs returns the snapshots holding each revision of file f that
+// some snapshot holds, in creation order. It walks each snapshot's
+// reference set once, in its stored bytes (index.RawRefs), reading only
+// the containers that can hold f.
+func (s *Store) HoldingRevs(ctx context.Context, f index.FileID) (map[index.Rev][]index.Snapshot, error) {
 	byID := map[index.SnapshotID]index.Snapshot{}
 	if err := s.idx.Snapshots(ctx, func(sn index.Snapshot) error { byID[sn.ID] = sn; return nil }); err != nil {
 		return nil, err
 	}
+	out := map[index.Rev][]index.Snapshot{}
 	err := s.eachHolding(ctx, f, func(id index.SnapshotID, rev index.Rev) {
-		sn, ok := byID[id]
-		i := sort.Search(len(hist), func(i int) bool { return hist[i].Rev >= rev })
-		if ok && i < len(hist) && hist[i].Rev == rev { // else deleted, or newer than hist
-			out[i] = append(out[i], sn)
+		if sn, ok := byID[id]; ok { // else deleted since
+			out[rev] = append(out[rev], sn)
 		}
 	})
 	if err != nil {
