@@ -25,15 +25,29 @@
 // # I/O modes
 //
 // Read-only opens use FUSE passthrough: the kernel reads the live file
-// itself, at close to native speed. Writable opens use the kernel's
-// cached I/O mode, so that every write reaches the file handle, which
-// adds the written range to the file's session (a coalesced set of byte
-// ranges plus the smallest truncation). The kernel refuses to mix the
-// two modes on one inode, so a read-only open made while a writer is
-// open uses the cached mode too, and a writable open made while a
-// passthrough reader is open must use passthrough: its writes are then
-// invisible to us, and the change is reported Whole (ranges unknown,
-// detected by size and mtime) rather than by ranges.
+// itself, at close to native speed. So does the writable open of Create
+// (and of O_TRUNC, where the kernel passes it to OPEN: with go-fuse's
+// capabilities it does not, and truncates by SETATTR after a plain open):
+// the change of a file started over is recorded whole anyway (no
+// previous revision, or one diffed against the new text, see package
+// mount), so its written ranges are worth nothing and its writes need
+// not cross the server. Its change is reported Whole (ranges unknown,
+// detected by size and mtime), and Dirtied is called before the open
+// returns. Other writable opens use the kernel's cached I/O mode, so
+// that every write reaches the file handle, which adds the written range
+// to the file's session (a coalesced set of byte ranges plus the
+// smallest truncation). The kernel refuses to mix the two modes on one
+// inode, so a read-only open made while a cached writer is open uses the
+// cached mode too (and so does a Create then), and any writable open
+// made while a passthrough handle is open must use passthrough: it is
+// Whole as well.
+//
+// The price of the rule: a file created new and then kept open for
+// in-place writes with many fsyncs (a database created fresh, a log
+// appended and synced line by line) is Whole at every fsync, and each
+// recorded fsync reads and diffs the whole file, until every handle of
+// it is closed and it is opened again (then in the cached mode, with
+// ranges).
 //
 // # Sessions and reports
 //

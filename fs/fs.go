@@ -24,7 +24,7 @@ type Config struct {
 	Recorder Recorder
 	// Logger receives the log lines of failed operations; nil discards.
 	Logger *slog.Logger
-	// Passthrough lets read-only opens use FUSE passthrough (kernel
+	// Passthrough lets read-only opens and Create use FUSE passthrough (kernel
 	// reads straight from the live file). It needs root (or
 	// CAP_SYS_ADMIN) and a kernel with CAP_PASSTHROUGH; go-fuse turns it
 	// off by itself when registering a backing file fails.

@@ -86,21 +86,32 @@ func chownToCaller(ctx context.Context, fd int) {
 func isWritable(flags uint32) bool { return flags&syscall.O_ACCMODE != syscall.O_RDONLY }
 
 // ioMode decides, with n.mu held, whether a new handle uses passthrough.
-// The kernel refuses to mix cached and passthrough handles on one inode,
-// so:
+// fresh is set for a writable open that starts the file over (Create or
+// O_TRUNC). The kernel refuses to mix cached and passthrough handles on
+// one inode, so:
 //   - a read-only open uses passthrough unless a cached handle is open;
-//   - a writable open uses the cached mode (we see its writes) unless a
-//     passthrough handle is open, in which case it must use passthrough
-//     too and its session becomes Whole (written ranges unknown).
+//   - a fresh writable open uses passthrough too, on the same condition:
+//     its change is recorded whole anyway (no previous text, or one that
+//     it rewrites), so its ranges are worth nothing and its writes need
+//     not cross the server;
+//   - any other writable open uses the cached mode (we see its writes)
+//     unless a passthrough handle is open, in which case it must use
+//     passthrough too.
+//
+// A writable passthrough handle makes its session Whole (written ranges
+// unknown, change detected by size and mtime).
 //
 // The kernel leaves a released file's mode only after our RELEASE reply
 // reaches it, so a handle released less than ioModeGrace ago still
 // counts: an open in the other mode in that window would fail with EIO
 // (seen in the model test under -race).
-func (n *Node) ioMode(writable bool) (passthrough bool) {
+func (n *Node) ioMode(writable, fresh bool) (passthrough bool) {
 	now := time.Now()
-	if writable {
-		return n.passed > 0 || now.Sub(n.passedReleased) < ioModeGrace
+	if writable && (n.passed > 0 || now.Sub(n.passedReleased) < ioModeGrace) {
+		return true
+	}
+	if writable && !fresh {
+		return false
 	}
 	return n.cached == 0 && now.Sub(n.cachedReleased) >= ioModeGrace && n.fsys.passthrough.Load()
 }
@@ -122,7 +133,10 @@ func (n *Node) openHandle(fd int, flags uint32, created bool, truncFrom int64) g
 	writable := isWritable(flags)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	pt := n.ioMode(writable)
+	// O_TRUNC reaches Open only where the kernel truncates atomically
+	// (CAP_ATOMIC_O_TRUNC, which go-fuse does not negotiate); otherwise
+	// it sends a plain OPEN and then a SETATTR of size 0 on the handle.
+	pt := n.ioMode(writable, created || flags&syscall.O_TRUNC != 0)
 	if writable {
 		n.joinSession(fd, created, pt, truncFrom)
 	}
