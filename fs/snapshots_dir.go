@@ -112,6 +112,10 @@ func (d *SnapshotsDir) rootNode(ctx context.Context, s index.Snapshot, out *fuse
 	e := s.Root
 	e.Name = s.Name
 	fillAttr(s.ID, &e, &out.Attr)
+	// A snapshot's attributes never change; its name may (rmdir, mv, or
+	// the CLI behind the kernel's back), so the entry keeps the mount's
+	// timeout.
+	out.SetAttrTimeout(viewTimeout)
 	return d.v.newNode(ctx, d.EmbeddedInode(), s.ID, e)
 }
 

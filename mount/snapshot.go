@@ -85,8 +85,28 @@ func (s *snapshotter) Create(ctx context.Context, name string) (index.Snapshot, 
 	if err != nil {
 		return index.Snapshot{}, wrapCorrupt(err)
 	}
-	s.edit(func(l []index.Snapshot) []index.Snapshot { return append(l, snap) })
+	s.added(snap)
 	return snap, nil
+}
+
+// added adds a snapshot just created to the cached list, unless a listing
+// that ran since the store recorded it has it already.
+func (s *snapshotter) added(snap index.Snapshot) {
+	s.edit(func(l []index.Snapshot) []index.Snapshot {
+		if slices.ContainsFunc(l, func(sn index.Snapshot) bool { return sn.ID == snap.ID }) {
+			return l
+		}
+		return append(l, snap)
+	})
+}
+
+// warm lists the snapshots into the cache, so that the first "ls
+// .snapshots" of a mount (and the name check of its first mkdir) does
+// not scan the index: a mount starts it in the background.
+func (s *snapshotter) warm(ctx context.Context) {
+	if _, err := s.List(ctx); err != nil {
+		s.log.Debug("list snapshots", "err", err)
+	}
 }
 
 // List returns every snapshot in creation order.

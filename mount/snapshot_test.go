@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,5 +167,44 @@ func TestAutoSnapshotsRetireOnlyTheirOwn(t *testing.T) {
 	}
 	if !isAuto("auto-2026-11-30T02:18:00Z") || isAuto("auto-tuesday") || isAuto("mine") {
 		t.Fatal("isAuto misjudges names")
+	}
+}
+
+// TestSnapshotListCache: warm (a mount runs it at start) caches the
+// list, so that names are checked and listed without the index; a
+// snapshot created while a listing was already cached appears once, and
+// the cache follows deletes and renames.
+func TestSnapshotListCache(t *testing.T) {
+	ctx := context.Background()
+	dir := newOfflineStore(t)
+	o := openOffline(t, dir, false)
+	for _, n := range []string{"a", "b"} {
+		if _, err := o.snap.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.snap.warm(ctx)
+	o.snap.mu.Lock()
+	valid, cached := o.snap.valid, names(o.snap.cached)
+	o.snap.mu.Unlock()
+	if !valid || strings.Join(cached, ",") != "a,b" {
+		t.Fatalf("after warm: valid %v, cached %v", valid, cached)
+	}
+	c, err := o.snap.Create(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.snap.added(c) // as when a listing ran between the store's commit and the cache edit
+	mustDo(t, o.snap.Delete(ctx, "a"))
+	mustDo(t, o.snap.Rename(ctx, "b", "b2"))
+	if _, err := o.snap.Create(ctx, "d"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := o.snap.List(ctx)
+	mustDo(t, err)
+	stored, err := o.st.SnapshotList(ctx)
+	mustDo(t, err)
+	if got, want := strings.Join(names(l), ","), strings.Join(names(stored), ","); got != want || got != "b2,c,d" {
+		t.Fatalf("cached list %q, store %q, want b2,c,d", got, want)
 	}
 }

@@ -20,6 +20,7 @@ type snapshotParts struct {
 	ctl      *controlServer
 	stopAuto context.CancelFunc
 	autoDone chan struct{}
+	warmDone chan struct{} // closed when the snapshot list is cached
 }
 
 // newSnapshotParts builds the snapshotter of a mount over st; ls is nil
@@ -61,6 +62,8 @@ func (p *snapshotParts) start(store string, cfg Config) error {
 		return err
 	}
 	p.ctl = ctl
+	p.warmDone = make(chan struct{})
+	go func() { defer close(p.warmDone); p.snap.warm(context.Background()) }()
 	if cfg.SnapshotEvery > 0 && p.tree != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		p.stopAuto, p.autoDone = cancel, make(chan struct{})
@@ -76,6 +79,9 @@ func (p *snapshotParts) stop() error {
 	if p.stopAuto != nil {
 		p.stopAuto()
 		<-p.autoDone
+	}
+	if p.warmDone != nil {
+		<-p.warmDone // the store closes next
 	}
 	if p.ctl == nil {
 		return nil
