@@ -1,12 +1,14 @@
 package objstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -209,7 +211,7 @@ type repacker struct {
 	live    *Store // the store as it is; read only
 	shadow  *Store // dir/repack: the new entries and segments
 	window  int
-	similar *similarFiles
+	similar *similarFiles // built before the jobs start, read-only after
 	// fileDone is closed when a file's job ends (see doneEntry); written
 	// before the jobs start, read-only after.
 	fileDone map[index.FileID]chan struct{}
@@ -224,7 +226,7 @@ type repacker struct {
 }
 
 func newRepacker(ctx context.Context, dir string, opt RepackOptions, lock *storeLock) (*repacker, error) {
-	rp := &repacker{dir: dir, opt: opt, caps: opt.caps(), lock: lock, similar: newSimilarFiles(), started: time.Now()}
+	rp := &repacker{dir: dir, opt: opt, caps: opt.caps(), lock: lock, started: time.Now()}
 	live, err := openLocked(dir, rp.liveConfig(DefaultCacheBytes), lock, false)
 	if err != nil {
 		return nil, err
@@ -389,6 +391,10 @@ func (rp *repacker) repackFiles(ctx context.Context, rep *RepackReport) error {
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	slices.SortFunc(jobs, func(a, b fileJob) int { return cmp.Compare(a.id, b.id) }) // doneEntry waits on lower ids only
+	if rp.similar, err = rp.similarTable(jobs); err != nil {
 		return err
 	}
 	rp.fileDone = make(map[index.FileID]chan struct{}, len(jobs))

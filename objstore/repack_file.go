@@ -79,7 +79,6 @@ func (rp *repacker) repackFile(ctx context.Context, j fileJob) error {
 			return err
 		}
 	}
-	rp.similar.add(rp.shadow, fw)
 	return nil
 }
 
@@ -268,26 +267,41 @@ func (rp *repacker) rawRecord(e *index.Entry) ([]byte, error) {
 	return raw, nil
 }
 
-// doneEntry returns id's entry in the shadow, resolved past a dedup. A
-// revision of a file with a lower id that another job is still repacking
-// is waited for: files are handed out in id order, so those waits end
-// (never a cycle), and a base in another file (a copy's source, a hint)
-// stays a candidate whatever the number of jobs. ok is false if it is in
-// a file with a higher id not done yet.
+// doneEntry returns id's entry in the shadow, resolved past a dedup, if
+// it is in a file with an id no higher than self. A revision of a lower
+// file that another job is still repacking is waited for: files are
+// handed out in id order, so those waits end (never a cycle), and a base
+// in another file (a copy's source, a similar file) stays a candidate
+// whatever the number of jobs. A higher file's revision is never offered,
+// even if its job happens to have done it already: what repack chooses
+// must not depend on the jobs' timing (same store and options, same
+// result; files repacked one after another never see a higher file).
 func (rp *repacker) doneEntry(ctx context.Context, self index.FileID, id index.RevID) (index.Entry, bool) {
-	if e, err := rp.shadow.resolve(id); err == nil {
-		return e, true
+	e, ok := rp.doneOne(ctx, self, id)
+	if !ok || e.Kind != index.KindDedup {
+		return e, ok
 	}
-	ch := rp.fileDone[id.File]
-	if ch == nil || id.File >= self {
+	return rp.doneOne(ctx, self, e.Base)
+}
+
+// doneOne is doneEntry without following a dedup. An entry in the shadow
+// never changes once appended, so a lower file's revision found there
+// needs no wait.
+func (rp *repacker) doneOne(ctx context.Context, self index.FileID, id index.RevID) (index.Entry, bool) {
+	if id.IsNull() || id.File > self {
 		return index.Entry{}, false
 	}
-	select {
-	case <-ch:
-	case <-ctx.Done():
-		return index.Entry{}, false
+	if e, err := rp.shadow.entry(id); err == nil || id.File == self {
+		return e, err == nil
 	}
-	e, err := rp.shadow.resolve(id)
+	if ch := rp.fileDone[id.File]; ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return index.Entry{}, false
+		}
+	}
+	e, err := rp.shadow.entry(id)
 	return e, err == nil
 }
 

@@ -1,10 +1,12 @@
 package objstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math/bits"
 	"path"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -82,14 +84,22 @@ func (rp *repacker) widen(ctx context.Context, fw *fileWork, e index.Entry, text
 			return cands, d, nil
 		}
 	}
-	more := rp.similar.candidates(rp.shadow, fw, e.Size, cands)
+	more := rp.similarCandidates(fw, e.Size, computed(cands))
 	if err := rp.computeAll(ctx, more, text, t); err != nil {
 		return nil, Decision{}, err
 	}
 	for i := range more {
 		// Another file's revision must be worth starting this file's chain
-		// on: half the fulltext at most, and leave half the chain cap.
+		// on: half the fulltext at most, and leave half the chain cap. Its
+		// chain is known once its file is done (see similarCandidates).
 		c := &more[i]
+		if uint64(c.DeltaLen)*2 <= t.FullLen {
+			be, ok := rp.doneEntry(ctx, fw.id, c.Base)
+			c.BaseChainLen, c.BaseChainBytes, c.BaseIsSnapshot = be.ChainLen, be.ChainBytes, be.Kind.IsSnapshot()
+			if !ok {
+				c.DeltaLen = -1
+			}
+		}
 		if uint64(c.DeltaLen)*2 > t.FullLen || c.BaseChainLen+1 > rp.caps.MaxChainLen/2 {
 			c.DeltaLen, c.payload = -1, nil
 		}
@@ -308,70 +318,90 @@ func (rp *repacker) fresh(ne index.Entry, payload []byte, flags byte) (index.Ent
 	return ne, rec, outRedelta, nil
 }
 
-// similarFiles remembers, for files already repacked, their latest revision
-// by base name and by size class: git's name-hash ordering in spirit, so a
-// new file's first revision can delta against a file of the same name or
-// size elsewhere in the store. It is consulted only when nothing in the
-// file itself passes, and holds at most maxSimilar keys.
+// similarFiles indexes every file's latest revision by base name and by
+// size class: git's name-hash ordering in spirit, so a file's first
+// revision can delta against a file of the same name or size elsewhere in
+// the store. It is consulted only when nothing in the file itself passes.
+//
+// It is built before the jobs start, and a file is offered only the
+// nearest file with a lower id under each key, waited for if still being
+// repacked when its delta could be chosen (see similarCandidates): the
+// choice is the same whatever the jobs and their timing, as if the files
+// were repacked one after another in id order. (A table filled as files finish offered whichever file finished
+// last, so the same store repacked to different sizes from run to run.)
+// It holds one RevID per file, as the job list holds a name per file.
 type similarFiles struct {
-	mu     sync.Mutex
-	byName map[string]index.RevID
-	bySize map[int]index.RevID
-}
-
-// maxSimilar bounds the table, so its memory does not follow the store.
-const maxSimilar = 4096
-
-func newSimilarFiles() *similarFiles {
-	return &similarFiles{byName: map[string]index.RevID{}, bySize: map[int]index.RevID{}}
+	byName map[string][]index.RevID // ascending file ids
+	bySize map[int][]index.RevID
 }
 
 func sizeClass(n uint64) int { return bits.Len64(n) }
 
-// add records fw's latest revision once the file is committed to shadow.
-func (sf *similarFiles) add(shadow *Store, fw *fileWork) {
-	if fw.meta.Revs == 0 {
-		return
+// similarTable indexes the latest revision of each file in jobs, which
+// are in ascending id order. A latest revision gc removes is left out.
+func (rp *repacker) similarTable(jobs []fileJob) (*similarFiles, error) {
+	sf := &similarFiles{byName: map[string][]index.RevID{}, bySize: map[int][]index.RevID{}}
+	for _, j := range jobs {
+		if j.meta.Revs == 0 {
+			continue
+		}
+		id := index.RevID{File: j.id, Rev: index.Rev(j.meta.Revs - 1)}
+		if rp.opt.keep != nil && !rp.opt.keep.keeps(id) {
+			continue
+		}
+		e, err := rp.live.idx.Entry(id)
+		if err != nil {
+			return nil, err
+		}
+		if j.meta.Name != "" {
+			name := path.Base(j.meta.Name)
+			sf.byName[name] = append(sf.byName[name], id)
+		}
+		sf.bySize[sizeClass(e.Size)] = append(sf.bySize[sizeClass(e.Size)], id)
 	}
-	e, err := shadow.resolve(index.RevID{File: fw.id, Rev: index.Rev(fw.meta.Revs - 1)})
-	if err != nil {
-		return
-	}
-	sf.mu.Lock()
-	defer sf.mu.Unlock()
-	if len(sf.byName) >= maxSimilar {
-		clear(sf.byName)
-	}
-	if name := path.Base(fw.name); fw.name != "" {
-		sf.byName[name] = e.ID()
-	}
-	sf.bySize[sizeClass(e.Size)] = e.ID()
+	return sf, nil
 }
 
-// candidates returns up to two revisions of other files to try.
-func (sf *similarFiles) candidates(shadow *Store, fw *fileWork, size uint64, tried []prepared) []prepared {
-	sf.mu.Lock()
+// before returns the revision in ids (ascending file ids) of the nearest
+// file below f.
+func before(ids []index.RevID, f index.FileID) (index.RevID, bool) {
+	i, _ := slices.BinarySearchFunc(ids, f, func(id index.RevID, f index.FileID) int { return cmp.Compare(id.File, f) })
+	if i == 0 {
+		return index.NullRev, false
+	}
+	return ids[i-1], true
+}
+
+// similarCandidates returns up to two revisions of other files to try:
+// the latest of the nearest file below fw's of the same base name, and of
+// the same size class. Their texts are the live store's, so the deltas are
+// computed without waiting for those files; their chain facts are filled
+// in from the shadow (waiting for the file) only for a delta small enough
+// to be chosen (see widen): most similar files of a store of many small
+// files are no base at all, and waiting for each would run the jobs one
+// after another.
+func (rp *repacker) similarCandidates(fw *fileWork, size uint64, tried []prepared) []prepared {
 	var ids []index.RevID
-	if id, ok := sf.byName[path.Base(fw.name)]; ok && fw.name != "" {
+	if fw.name != "" {
+		if id, ok := before(rp.similar.byName[path.Base(fw.name)], fw.id); ok {
+			ids = append(ids, id)
+		}
+	}
+	if id, ok := before(rp.similar.bySize[sizeClass(size)], fw.id); ok {
 		ids = append(ids, id)
 	}
-	if id, ok := sf.bySize[sizeClass(size)]; ok {
-		ids = append(ids, id)
-	}
-	sf.mu.Unlock()
 	seen := map[index.RevID]bool{}
 	for _, c := range tried {
 		seen[c.Base] = true
 	}
 	var out []prepared
 	for _, id := range ids {
-		if id.File == fw.id || seen[id] {
-			continue
+		be, err := rp.live.resolve(id)
+		if err != nil || be.File > fw.id || seen[be.ID()] {
+			continue // a dedup of a higher file's revision: see doneEntry
 		}
-		seen[id] = true
-		if be, err := shadow.entry(id); err == nil {
-			out = append(out, prepared{Candidate: candidateOf(RoleHint, be)})
-		}
+		seen[be.ID()] = true
+		out = append(out, prepared{Candidate: Candidate{Role: RoleHint, Base: be.ID(), DeltaLen: -1}})
 	}
 	return out
 }

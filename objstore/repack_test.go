@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/deltafs/deltafs/index"
@@ -204,6 +206,73 @@ func TestRepackReuseAuto(t *testing.T) {
 	if again.Redeltaed*10 > again.Revisions || float64(again.StoredAfter) > 1.01*float64(never.StoredAfter) {
 		t.Errorf("auto after never: %d recomputed, %d -> %d bytes", again.Redeltaed, never.StoredAfter, again.StoredAfter)
 	}
+}
+
+// TestRepackDeterministic repacks copies of one store with one job, with
+// more jobs than cores and with commits every few revisions: each must
+// choose the same base, kind and record size for every revision. Poor
+// deltas (p1 only, a chain cap of 3) leave many revisions that widen to
+// the file's snapshots and to similar files (files 2k-1 and 2k share a
+// name and a first text), whose choice once followed which job finished
+// first.
+func TestRepackDeterministic(t *testing.T) {
+	const files = 6
+	h, dir := newHistoryStore(t, Config{P1Only: true, MaxChainLen: 3}, files, 16, 8_000)
+	runs := []RepackOptions{
+		{Reuse: ReuseNever, MaxChain: 16, Jobs: 1},
+		{Reuse: ReuseNever, MaxChain: 16, Jobs: 4},
+		{Reuse: ReuseNever, MaxChain: 16, Jobs: 4, commitEvery: 3},
+		{Reuse: ReuseNever, MaxChain: 16, Jobs: 3},
+	}
+	var want []string
+	for i, opt := range runs {
+		d := copyStore(t, dir)
+		rep := mustRepack(t, d, opt)
+		got := packLayout(t, d, files)
+		if i == 0 {
+			want = got
+			t.Logf("jobs 1: %+v", rep)
+			h.check(t, d)
+			if !slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, "0@2 ") && !strings.Contains(l, " null ") }) {
+				t.Errorf("0@2 is not stored against file 1: %q", got[:16])
+			}
+			continue
+		}
+		if len(got) != len(want) {
+			t.Fatalf("jobs %d: %d revisions, with one job %d", opt.Jobs, len(got), len(want))
+		}
+		for k, diffs := 0, 0; k < len(got) && diffs < 5; k++ {
+			if got[k] != want[k] {
+				diffs++
+				t.Errorf("jobs %d, commitEvery %d (0: default): %s; with one job: %s", opt.Jobs, opt.commitEvery, got[k], want[k])
+			}
+		}
+	}
+}
+
+// packLayout lists how each revision of the store in dir is stored.
+func packLayout(t *testing.T, dir string, files int) []string {
+	t.Helper()
+	s, err := Open(dir, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var out []string
+	for f := index.FileID(1); int(f) <= files; f++ {
+		err := s.Revisions(context.Background(), f, func(e index.Entry) error {
+			base := "null"
+			if !e.Base.IsNull() {
+				base = e.Base.String()
+			}
+			out = append(out, fmt.Sprintf("%v %v %s %d bytes chain %d", e.ID(), e.Kind, base, e.Stored, e.ChainLen))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }
 
 func TestRepackTighterCaps(t *testing.T) {
