@@ -149,7 +149,8 @@ func mountTargets(results []mResult, git time.Duration, m4 *m4Result) Table {
 		switch r.w.id {
 		case "M1":
 			t.Add("M1 read vs loopback", fmt.Sprintf("%.2f", vs(r, "read")), ">= 0.90", yes(vs(r, "read") >= 0.9))
-			t.Add("M1 write (incl. recording) vs loopback", fmt.Sprintf("%.2f", vs(r, "write")), ">= 0.60", yes(vs(r, "write") >= 0.6))
+			t.Add("M1 write (until fsync) vs loopback", fmt.Sprintf("%.2f", vs(r, "write")), ">= 0.60", yes(vs(r, "write") >= 0.6))
+			t.Add("M1 write + recording vs loopback", fmt.Sprintf("%.2f", vs(r, "write + recording")), ">= 0.60", yes(vs(r, "write + recording") >= 0.6))
 		case "M2":
 			for _, p := range r.w.phases {
 				goal := 0.6
