@@ -234,14 +234,19 @@ func (w *walk) dir(rel string, ino, parent uint64, born int64) (index.TreeHash, 
 	if cached {
 		prev = w.prevTree(c.hash)
 	}
-	names, err := readNames(filepath.Join(w.b.live, rel))
+	ents, err := readDirents(filepath.Join(w.b.live, rel))
 	if err != nil {
 		return index.TreeHash{}, fmt.Errorf("snapshot: read directory /%s: %w", rel, err)
 	}
-	t := &index.Tree{Entries: make([]index.TreeEntry, 0, len(names))}
-	for _, name := range names {
+	t := &index.Tree{Entries: make([]index.TreeEntry, 0, len(ents))}
+	for _, d := range ents {
+		name := d.name
 		if rel == "" && (name == SnapshotsName || name == HistoryName) {
 			continue // never inside a snapshot
+		}
+		if e, ok := w.unstatted(prev, d, ino); ok {
+			t.Entries = append(t.Entries, e)
+			continue
 		}
 		e, ok, err := w.entry(rel, name, ino, prev)
 		if err != nil {
@@ -316,14 +321,4 @@ func entryOf(name string, x *unix.Statx_t) index.TreeEntry {
 		Rdev: unix.Mkdev(x.Rdev_major, x.Rdev_minor), Size: x.Size,
 		Atime: ns(x.Atime), Mtime: ns(x.Mtime), Ctime: ns(x.Ctime),
 	}
-}
-
-// readNames lists a directory's names.
-func readNames(dir string) ([]string, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.Readdirnames(-1)
 }

@@ -54,20 +54,22 @@ func TestSnapshotCostFollowsChanges(t *testing.T) {
 	if s.Serialised != 21 { // ten leaves, ten top directories, the root
 		t.Fatalf("ten changes: %+v, want 21 directories serialised", s)
 	}
-	if s.Entries != 10*25+10*10+20 {
-		t.Fatalf("ten changes statted %d entries", s.Entries)
+	// Statted: the ten files and the twenty directories above them; every
+	// other entry of the directories serialised again is kept unstatted.
+	if s.Entries != 30 {
+		t.Fatalf("ten changes statted %d entries, want 30", s.Entries)
 	}
-	if s.Kept != s.Entries-10 { // all but the ten changed files
-		t.Fatalf("ten changes kept %d of %d entries", s.Kept, s.Entries)
+	if all := 10*25 + 10*10 + 20; s.Kept != all-10 { // all but the ten changed files
+		t.Fatalf("ten changes kept %d of %d entries", s.Kept, all)
 	}
 	checkAgainstFullBuild(t, e, "ten")
 }
 
 // TestSnapshotKeepsOnlyUnchangedEntries: an entry of a directory
-// serialised again is taken from the previous tree only if its node was
-// not touched and its stat is the same; a sibling changed without a touch
-// (an xattr set behind the builder's back moves its ctime) and a name
-// replaced by another file are described afresh.
+// serialised again is taken from the previous tree, without a stat, only
+// if its node was not touched and its name holds the same inode; touched
+// files (content, an xattr) and a name replaced by another file are
+// described afresh.
 func TestSnapshotKeepsOnlyUnchangedEntries(t *testing.T) {
 	e := newSnapEnv(t)
 	leaves := makeTree(t, e.live, 1, 1, 20)
@@ -78,15 +80,17 @@ func TestSnapshotKeepsOnlyUnchangedEntries(t *testing.T) {
 	time.Sleep(30 * time.Millisecond) // past the coarse clock's tick, so ctimes move
 	writeFile(t, dir+"/f0000", "changed")
 	e.touchPath(leaves[0] + "/f0000")
-	must(t, unix.Lsetxattr(dir+"/f0002", "user.tag", []byte("two"), 0)) // no touch
-	must(t, os.Rename(dir+"/f0003", dir+"/f0004"))                      // replaces f0004
+	must(t, unix.Lsetxattr(dir+"/f0002", "user.tag", []byte("two"), 0))
+	e.touchPath(leaves[0] + "/f0002")
+	must(t, os.Rename(dir+"/f0003", dir+"/f0004")) // replaces f0004
 	e.touchPath(leaves[0] + "/f0004")
 	s := e.mustCreate("after")
 	// 20 entries in the leaf (19 files, f0003 gone, and the link), one
-	// each above it; changed: f0000, f0002, f0004 and the leaf (its mtime
-	// moved with the rename).
-	if s.Entries != 22 || s.Kept != 18 {
-		t.Fatalf("stats %+v, want 22 entries statted, 18 kept", s)
+	// each above it. Statted: f0000, f0002, f0004 and the two directories
+	// above them (to be serialised again); kept: the 17 others of the
+	// leaf, and t000 (statted, its stat unchanged).
+	if s.Entries != 5 || s.Kept != 18 {
+		t.Fatalf("stats %+v, want 5 entries statted, 18 kept", s)
 	}
 	checkAgainstFullBuild(t, e, "after")
 	snap, err := e.st.Snapshot("after")

@@ -3,7 +3,9 @@ package fs_test
 import (
 	"context"
 	"fmt"
+	iofs "io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -130,6 +132,17 @@ func (e *snapEnv) touchPath(rel string) {
 	e.t.Helper()
 	dir, node := inoOf(e.t, e.live+"/"+parentOf(rel)), inoOf(e.t, e.live+"/"+rel)
 	e.b.Touch(fs.Touch{Dir: dir, Node: node})
+}
+
+// touchAll touches every node under the live directory.
+func (e *snapEnv) touchAll() {
+	e.t.Helper()
+	filepath.WalkDir(e.live, func(p string, _ iofs.DirEntry, err error) error {
+		if err == nil && p != e.live {
+			e.touchPath(p[len(e.live)+1:])
+		}
+		return nil
+	})
 }
 
 func parentOf(rel string) string {

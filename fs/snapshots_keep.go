@@ -1,8 +1,11 @@
 package fs
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/deltafs/deltafs/index"
@@ -16,13 +19,15 @@ import (
 // made a snapshot of a tree with a directory of 1,000 subdirectories cost
 // in proportion to that directory's size. So the walk loads the
 // directory's previous tree (from the store, through the Revisions when
-// it is also a TreeSource) and keeps an entry's xattrs, symlink target
-// and revision when the node was not touched since the last build and
-// its stat is the same as then (inode, type and mode, owner, links, size,
-// mtime and ctime: ctime moves with every change of content, attributes
-// or xattrs). Each entry is still statted (its atime is taken fresh, as
-// before), and a directory entry is still walked (it keeps its tree
-// unless it changed).
+// it is also a TreeSource) and keeps an entry, without even a stat, when
+// its node was not touched since the last build and getdents shows its
+// name still holding the same inode (unstatted): the dirty tracking says
+// it did not change, as it says of whole directories. The directories on
+// the way to a change are statted (their times moved) and keep their
+// description when their stat is the same as then (inode, type and mode,
+// owner, links, size, mtime and ctime). So a snapshot's cost follows the
+// number of entries changed plus one getdents per directory serialised
+// again, not those directories' sizes.
 
 // TreeSource gives the stored trees of earlier snapshots. A Revisions
 // that implements it lets a build keep the unchanged entries of the
@@ -79,4 +84,83 @@ func (w *walk) kept(rel string, dirIno uint64, x *unix.Statx_t, e index.TreeEntr
 		w.links[x.Ino] = append(w.links[x.Ino], dirIno)
 	}
 	return e, true, nil
+}
+
+// unstatted keeps the entry d of a directory serialised again without
+// even a stat, when the dirty tracking says it did not change: its node
+// was not touched since the last build, the name still holds the same
+// inode (getdents says so), and, for a directory, it need not be
+// serialised again (its cached tree is kept). Its atime stays as the
+// previous snapshot saw it, as for every entry of an unchanged directory.
+func (w *walk) unstatted(prev *index.Tree, d dirent, dirIno uint64) (index.TreeEntry, bool) {
+	if prev == nil || d.ino == 0 {
+		return index.TreeEntry{}, false
+	}
+	if _, touched := w.marked[d.ino]; touched {
+		return index.TreeEntry{}, false
+	}
+	o, ok := prev.Lookup(d.name)
+	if !ok || o.Ino != d.ino {
+		return index.TreeEntry{}, false
+	}
+	switch {
+	case o.IsDir():
+		c, ok := w.b.cache[d.ino]
+		if !ok || w.needs[d.ino] {
+			return index.TreeEntry{}, false
+		}
+		o.Tree = c.hash
+		c.parent = dirIno
+		w.cache[d.ino] = c
+		w.out.Stats.Reused++
+	case o.IsRegular() && o.Nlink > 1:
+		w.links[d.ino] = append(w.links[d.ino], dirIno)
+	}
+	w.out.Stats.Kept++
+	return o, true
+}
+
+// dirent is a directory entry as getdents gives it.
+type dirent struct {
+	name string
+	ino  uint64
+}
+
+// readDirents lists a directory's entries with their inode numbers,
+// without "." and "..".
+func readDirents(dir string) ([]dirent, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(fd)
+	var out []dirent
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "getdents", Path: dir, Err: err}
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+		for b := buf[:n]; len(b) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				return nil, fmt.Errorf("getdents %s: bad record length %d", dir, reclen)
+			}
+			name := b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if s := string(name); s != "." && s != ".." {
+				out = append(out, dirent{name: s, ino: binary.NativeEndian.Uint64(b[:8])})
+			}
+			b = b[reclen:]
+		}
+	}
 }

@@ -159,6 +159,7 @@ func TestSnapshotViewExact(t *testing.T) {
 	writeFile(t, e.live+"/moved/new.txt", "new")
 	e.touchPath("moved/new.txt")
 	walkStamp(t, e.live)
+	e.touchAll() // as the live tree's utimens does for each
 	want2 := capture(t, e.live)
 	must(t, os.Mkdir(mnt+"/s2", 0o755))
 
