@@ -20,17 +20,7 @@ import (
 // file gets its one revision with its content, and a file changed twice
 // in the backlog gets two revisions, in order.
 func TestBatchOfNewFilesSharesCommits(t *testing.T) {
-	dir := t.TempDir()
-	st, err := objstore.Open(filepath.Join(dir, "s.dfs"), objstore.Config{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	sink, err := openStoreSink(st, filepath.Join(dir, idsFile), quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
+	dir, st, sink := openTestSink(t)
 	ls := &lockedSink{sink: sink}
 
 	const n = 200
@@ -39,6 +29,7 @@ func TestBatchOfNewFilesSharesCommits(t *testing.T) {
 	ids := make([]fs.FileID, n)
 	change := func(i int, c fs.Change) {
 		p := filepath.Join(dir, fmt.Sprint(i))
+		var err error
 		if c.Content, err = os.Open(p); err != nil {
 			t.Fatal(err)
 		}
@@ -157,17 +148,7 @@ func TestJournalCleanPastDescriptorCap(t *testing.T) {
 // recorded by the sink in windows: the store's group commits and the
 // fsyncs of live.ids (one per window) per file.
 func BenchmarkRecordNewFiles(b *testing.B) {
-	dir := b.TempDir()
-	st, err := objstore.Open(filepath.Join(dir, "s.dfs"), objstore.Config{Create: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	sink, err := openStoreSink(st, filepath.Join(dir, idsFile), quiet())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sink.Close()
+	dir, _, sink := openTestSink(b)
 	ls := &lockedSink{sink: sink}
 	evs := make([]Event, b.N)
 	for i := range evs {
@@ -177,6 +158,7 @@ func BenchmarkRecordNewFiles(b *testing.B) {
 			b.Fatal(err)
 		}
 		c := fs.Change{Path: fmt.Sprint(i), ID: fs.NewFileID(), Size: int64(len(data)), New: true}
+		var err error
 		if c.Content, err = os.Open(p); err != nil {
 			b.Fatal(err)
 		}

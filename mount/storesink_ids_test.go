@@ -64,17 +64,7 @@ func (w *watchedIDs) Sync() error {
 // before a revision of its store file is committed, the new files of a
 // window share one fsync, and live.ids read afresh maps every file.
 func TestIDsDurableBeforeFirstRevision(t *testing.T) {
-	dir := t.TempDir()
-	st, err := objstore.Open(filepath.Join(dir, "s.dfs"), objstore.Config{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	sink, err := openStoreSink(st, filepath.Join(dir, idsFile), quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
+	dir, st, sink := openTestSink(t)
 	w := &watchedIDs{idsLog: sink.f, t: t, st: st, durable: map[index.FileID]bool{}, pending: map[index.FileID]uint32{}}
 	sink.f = w
 	ls := &lockedSink{sink: sink}
@@ -88,6 +78,7 @@ func TestIDsDurableBeforeFirstRevision(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := fs.Change{Path: fmt.Sprint(i), ID: ids[i], Size: int64(len(data)), New: true}
+		var err error
 		if c.Content, err = os.Open(p); err != nil {
 			t.Fatal(err)
 		}

@@ -70,17 +70,7 @@ func TestRewriteRecordsTheChange(t *testing.T) {
 // sink (real files, real store, no FUSE).
 func BenchmarkRecordRewrite(b *testing.B) {
 	const size = 8 << 20
-	dir := b.TempDir()
-	st, err := objstore.Open(filepath.Join(dir, "s.dfs"), objstore.Config{Create: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	sink, err := openStoreSink(st, filepath.Join(dir, idsFile), quiet())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sink.Close()
+	dir, _, sink := openTestSink(b)
 	path := filepath.Join(dir, "live")
 	text := textBytes(1, size)
 	id := fs.NewFileID()
@@ -88,6 +78,7 @@ func BenchmarkRecordRewrite(b *testing.B) {
 		if err := os.WriteFile(path, text, 0o644); err != nil {
 			b.Fatal(err)
 		}
+		var err error
 		if c.Content, err = os.Open(path); err != nil {
 			b.Fatal(err)
 		}

@@ -97,23 +97,14 @@ func storeStats(t testing.TB, st *objstore.Store) objstore.Stats {
 // reports the live-file bytes read per recorded revision.
 func BenchmarkRecordInPlaceWrite(b *testing.B) {
 	const size, write = 64 << 20, 4096
-	dir := b.TempDir()
-	st, err := objstore.Open(filepath.Join(dir, "s.dfs"), objstore.Config{Create: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	sink, err := openStoreSink(st, filepath.Join(dir, idsFile), quiet())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sink.Close()
+	dir, _, sink := openTestSink(b)
 	path := filepath.Join(dir, "live")
 	if err := os.WriteFile(path, testutil.Bytes(1, size), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	id := fs.NewFileID()
 	record := func(c fs.Change) {
+		var err error
 		if c.Content, err = os.Open(path); err != nil {
 			b.Fatal(err)
 		}
@@ -141,4 +132,22 @@ func BenchmarkRecordInPlaceWrite(b *testing.B) {
 		record(fs.Change{Path: "live", ID: id, Size: size, Kept: size, Dirty: []fs.Range{{Off: off, Len: write}}})
 	}
 	b.ReportMetric(float64(sink.liveRead.Load()-read0)/float64(b.N), "live-bytes-read/rev")
+}
+
+// openTestSink creates a store and a store sink in a fresh directory (the
+// sink's live.ids beside the store), both closed when tb ends.
+func openTestSink(tb testing.TB) (dir string, st *objstore.Store, sink *storeSink) {
+	tb.Helper()
+	dir = tb.TempDir()
+	st, err := objstore.Open(filepath.Join(dir, "s.dfs"), objstore.Config{Create: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	sink, err = openStoreSink(st, filepath.Join(dir, idsFile), quiet())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { sink.Close() })
+	return dir, st, sink
 }
