@@ -1,11 +1,9 @@
 package mount
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	iofs "io/fs"
 	"log/slog"
 	"math/rand/v2"
@@ -57,72 +55,23 @@ func crashChild(v string) int {
 	return 0
 }
 
-// lockedBuffer collects a child's stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type crashChildProc struct {
-	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	*testutil.Proc
 }
 
 func startCrashChild(t *testing.T, store, mnt string) *crashChildProc {
 	t.Helper()
-	c := &crashChildProc{cmd: exec.Command(os.Args[0]), stderr: &lockedBuffer{}}
-	c.cmd.Env = append(os.Environ(), crashChildEnv+"="+store+"\n"+mnt)
-	c.cmd.Stderr = c.stderr
-	out, err := c.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(out).ReadString('\n')
-		line <- l
-		io.Copy(io.Discard, out)
-	}()
-	select {
-	case l := <-line:
-		if l != "ready\n" {
-			c.cmd.Wait()
-			t.Fatalf("mount child: %q; stderr %s", l, c.stderr)
-		}
-	case <-time.After(60 * time.Second):
-		c.cmd.Process.Kill()
-		t.Fatalf("mount child not ready; stderr %s", c.stderr)
-	}
-	t.Cleanup(func() {
-		if c.cmd.ProcessState == nil {
-			c.cmd.Process.Kill()
-			c.cmd.Wait()
-		}
-	})
-	return c
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+store+"\n"+mnt)
+	return &crashChildProc{testutil.StartReady(t, cmd, 60*time.Second, nil, func(l string) bool { return l == "ready\n" })}
 }
 
 // term unmounts cleanly and checks the exit.
 func (c *crashChildProc) term(t *testing.T) {
 	t.Helper()
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	if err := c.cmd.Wait(); err != nil {
-		t.Fatalf("mount child: %v; stderr %s", err, c.stderr)
+	c.Cmd.Process.Signal(syscall.SIGTERM)
+	if err := c.Cmd.Wait(); err != nil {
+		t.Fatalf("mount child: %v; stderr %s", err, c.Stderr)
 	}
 }
 
@@ -157,10 +106,10 @@ func TestCrashLoop(t *testing.T) {
 	for round := range rounds {
 		c = startCrashChild(t, store, mnt)
 		w.run(t, mnt, round, time.Duration(100+rng.IntN(600))*time.Millisecond, func() {
-			c.cmd.Process.Kill()
-			c.cmd.Wait()
+			c.Cmd.Process.Kill()
+			c.Cmd.Wait()
 		})
-		for _, l := range strings.Split(c.stderr.String(), "\n") {
+		for _, l := range strings.Split(c.Stderr.String(), "\n") {
 			if strings.Contains(l, "level=ERROR") {
 				t.Errorf("round %d: the killed mount logged %s", round, l)
 			}
@@ -168,8 +117,8 @@ func TestCrashLoop(t *testing.T) {
 		c = startCrashChild(t, store, mnt)
 		w.checkDurable(t, mnt, round)
 		c.term(t)
-		redone += strings.Count(c.stderr.String(), "left unrecorded")
-		for _, l := range strings.Split(c.stderr.String(), "\n") {
+		redone += strings.Count(c.Stderr.String(), "left unrecorded")
+		for _, l := range strings.Split(c.Stderr.String(), "\n") {
 			if strings.Contains(l, "level=ERROR") {
 				t.Errorf("round %d: the remount logged %s", round, l)
 			}

@@ -11,31 +11,13 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/index"
-	"github.com/deltafs/deltafs/objstore"
+	"github.com/deltafs/deltafs/internal/testutil/storetest"
 )
 
 // newOfflineStore creates a store whose live directory holds a few files
 // that no revision records yet (as after a crash, or before any mount).
 func newOfflineStore(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "store")
-	st, err := objstore.Open(dir, objstore.Config{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	live := filepath.Join(dir, liveDir)
-	if err := os.MkdirAll(live+"/sub", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range map[string]string{"a.txt": "alpha", "sub/b.txt": "beta", "empty": ""} {
-		if err := os.WriteFile(filepath.Join(live, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return storetest.NewOffline(t, map[string]string{"a.txt": "alpha", "sub/b.txt": "beta", "empty": ""})
 }
 
 func openOffline(t *testing.T, dir string, ro bool) *Offline {

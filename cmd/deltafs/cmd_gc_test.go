@@ -18,11 +18,7 @@ import (
 // held, keeps what the snapshot holds until the snapshot is deleted, and
 // the store verifies clean after each step.
 func TestGCCLI(t *testing.T) {
-	dir := t.TempDir()
-	store, mnt := filepath.Join(dir, "work.dfs"), filepath.Join(dir, "work")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	store, mnt := newMountDirs(t)
 	p := startMount(t, store, mnt)
 	noise := func(n int) []byte {
 		b := make([]byte, n)

@@ -18,11 +18,7 @@ import (
 // with no pause for the background recorder), then the same commands on
 // the unmounted store.
 func TestHistoryCLIMounted(t *testing.T) {
-	dir := t.TempDir()
-	store, mnt := filepath.Join(dir, "work.dfs"), filepath.Join(dir, "work")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	store, mnt := newMountDirs(t)
 	p := startMount(t, store, mnt)
 	cli := func(args ...string) string {
 		t.Helper()

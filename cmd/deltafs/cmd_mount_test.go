@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,10 +20,8 @@ import (
 
 // mountProc is a "deltafs mount" subprocess.
 type mountProc struct {
-	cmd    *exec.Cmd
-	stderr bytes.Buffer
-	ready  string
-	mnt    string
+	*testutil.Proc
+	mnt string
 }
 
 // startMount runs the built binary's mount and waits for its readiness
@@ -33,45 +29,29 @@ type mountProc struct {
 func startMount(t *testing.T, store, mnt string, flags ...string) *mountProc {
 	t.Helper()
 	testutil.RequireFUSE(t)
-	p := &mountProc{mnt: mnt}
-	p.cmd = exec.Command(binary, append(append([]string{"mount"}, flags...), store, mnt)...)
-	p.cmd.Stderr = &p.stderr
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(out).ReadString('\n')
-		line <- l
-		io.Copy(io.Discard, out)
-	}()
-	select {
-	case p.ready = <-line:
-	case <-time.After(30 * time.Second):
-		p.cmd.Process.Kill()
-		t.Fatalf("no readiness line; stderr %q", p.stderr.String())
-	}
-	if !strings.HasPrefix(p.ready, "deltafs: mounted ") {
-		p.cmd.Wait()
-		t.Fatalf("readiness line %q, stderr %q", p.ready, p.stderr.String())
-	}
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			p.cmd.Process.Signal(syscall.SIGTERM)
-			p.cmd.Wait()
-		}
+	cmd := exec.Command(binary, append(append([]string{"mount"}, flags...), store, mnt)...)
+	proc := testutil.StartReady(t, cmd, 30*time.Second, syscall.SIGTERM, func(l string) bool {
+		return strings.HasPrefix(l, "deltafs: mounted ")
 	})
-	return p
+	return &mountProc{Proc: proc, mnt: mnt}
+}
+
+// newMountDirs returns a store path and a fresh, empty mount point in a
+// temporary directory.
+func newMountDirs(t *testing.T) (store, mnt string) {
+	t.Helper()
+	dir := t.TempDir()
+	store, mnt = filepath.Join(dir, "work.dfs"), filepath.Join(dir, "work")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return store, mnt
 }
 
 // stop sends sig and checks for exit 0 and no mount left behind.
 func (p *mountProc) stop(t *testing.T, sig os.Signal) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
+	if err := p.Cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	p.wait(t)
@@ -80,18 +60,18 @@ func (p *mountProc) stop(t *testing.T, sig os.Signal) {
 func (p *mountProc) wait(t *testing.T) {
 	t.Helper()
 	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
+	go func() { done <- p.Cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("mount process: %v; stderr %q", err, p.stderr.String())
+			t.Fatalf("mount process: %v; stderr %q", err, p.Stderr.String())
 		}
 	case <-time.After(60 * time.Second):
-		p.cmd.Process.Kill()
+		p.Cmd.Process.Kill()
 		t.Fatal("mount process did not exit")
 	}
-	if p.stderr.Len() != 0 {
-		t.Errorf("mount process wrote to stderr: %q", p.stderr.String())
+	if p.Stderr.Len() != 0 {
+		t.Errorf("mount process wrote to stderr: %q", p.Stderr.String())
 	}
 	if testutil.Mounted(p.mnt) {
 		t.Fatalf("%s still in /proc/self/mountinfo", p.mnt)
@@ -99,14 +79,10 @@ func (p *mountProc) wait(t *testing.T) {
 }
 
 func TestMountEndToEnd(t *testing.T) {
-	dir := t.TempDir()
-	store, mnt := filepath.Join(dir, "work.dfs"), filepath.Join(dir, "work")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	store, mnt := newMountDirs(t)
 	p := startMount(t, store, mnt)
-	if !strings.Contains(p.ready, "new store") || strings.Count(p.ready, "\n") != 1 {
-		t.Fatalf("readiness line %q does not say the store is new", p.ready)
+	if !strings.Contains(p.Ready, "new store") || strings.Count(p.Ready, "\n") != 1 {
+		t.Fatalf("readiness line %q does not say the store is new", p.Ready)
 	}
 	if err := os.WriteFile(filepath.Join(mnt, "notes.txt"), []byte("hello\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -116,8 +92,8 @@ func TestMountEndToEnd(t *testing.T) {
 	p.stop(t, syscall.SIGTERM)
 
 	p = startMount(t, store, mnt)
-	if strings.Contains(p.ready, "new store") {
-		t.Fatalf("remount says new: %q", p.ready)
+	if strings.Contains(p.Ready, "new store") {
+		t.Fatalf("remount says new: %q", p.Ready)
 	}
 	if b, err := os.ReadFile(filepath.Join(mnt, "notes.txt")); err != nil || string(b) != "hello\n" {
 		t.Fatalf("after remount: %q, %v", b, err)
@@ -223,10 +199,10 @@ func TestMountSurvivesSIGKILL(t *testing.T) {
 		if _, err := f.Write([]byte("unsynced tail")); err != nil {
 			t.Fatal(err)
 		}
-		if err := p.cmd.Process.Kill(); err != nil {
+		if err := p.Cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		p.cmd.Wait()
+		p.Cmd.Wait()
 		f.Close() // fails: the server is gone
 		p = startMount(t, store, mnt)
 		for r := 0; r <= round; r++ {

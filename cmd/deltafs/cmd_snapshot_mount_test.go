@@ -14,11 +14,7 @@ import (
 // snapshots and drives snapshots and stats from the CLI through it, by
 // the store path and by a path inside the mount: the user's story.
 func TestSnapshotCLIMounted(t *testing.T) {
-	dir := t.TempDir()
-	store, mnt := filepath.Join(dir, "work.dfs"), filepath.Join(dir, "work")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	store, mnt := newMountDirs(t)
 	p := startMount(t, store, mnt, "--snapshot-every", "1h", "--keep-snapshots", "3")
 	if err := os.MkdirAll(filepath.Join(mnt, "src"), 0o755); err != nil {
 		t.Fatal(err)

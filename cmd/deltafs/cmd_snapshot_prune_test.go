@@ -20,11 +20,7 @@ import (
 // snapshot's directory; prune through the mount keeps what the rules say;
 // unmounted, gc frees what the pruned snapshot alone held.
 func TestSnapshotUsageAndPruneMounted(t *testing.T) {
-	dir := t.TempDir()
-	store, mnt := filepath.Join(dir, "work.dfs"), filepath.Join(dir, "work")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	store, mnt := newMountDirs(t)
 	p := startMount(t, store, mnt)
 	big := make([]byte, 150_000)
 	rand.Read(big)

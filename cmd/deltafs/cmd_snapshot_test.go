@@ -2,32 +2,16 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/objstore"
+	"github.com/deltafs/deltafs/internal/testutil/storetest"
 )
 
 // newCLIStore creates an unmounted store whose live tree holds two files.
 func newCLIStore(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "store")
-	st, err := objstore.Open(dir, objstore.Config{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	live := filepath.Join(dir, "live")
-	if err := os.MkdirAll(live, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, live, "a.txt", []byte("alpha\n"))
-	writeFile(t, live, "b.txt", []byte(strings.Repeat("beta\n", 100)))
-	return dir
+	return storetest.NewOffline(t, map[string]string{"a.txt": "alpha\n", "b.txt": strings.Repeat("beta\n", 100)})
 }
 
 func TestSnapshotCLIUnmounted(t *testing.T) {

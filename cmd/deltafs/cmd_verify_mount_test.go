@@ -25,11 +25,7 @@ func verifyJSON(t *testing.T, path string) (verifyResult, int) {
 // clean store with a snapshot, a file open for writing whose change is
 // pending (not a problem), then a flipped segment byte, found and named.
 func TestVerifyThroughMount(t *testing.T) {
-	dir := t.TempDir()
-	store, mnt := filepath.Join(dir, "work.dfs"), filepath.Join(dir, "work")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	store, mnt := newMountDirs(t)
 	p := startMount(t, store, mnt)
 	src := mkdir(t, mnt, "src")
 	text := strings.Repeat("a line of text that repeats itself\n", 200)
@@ -76,11 +72,7 @@ func TestVerifyThroughMount(t *testing.T) {
 // TestVerifyLiveFiles: a live file changed behind the store's back, and
 // one that was never recorded, are named with their path, offline.
 func TestVerifyLiveFiles(t *testing.T) {
-	dir := t.TempDir()
-	store, mnt := filepath.Join(dir, "work.dfs"), filepath.Join(dir, "work")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	store, mnt := newMountDirs(t)
 	p := startMount(t, store, mnt)
 	writeFile(t, mkdir(t, mnt, "docs"), "notes.txt", []byte("hello\n"))
 	p.stop(t, syscall.SIGTERM)

@@ -1,8 +1,10 @@
 // Package testutil holds helpers shared by the tests of deltafs packages.
 //
 // It owns test-only concerns: deciding whether FUSE tests can run
-// (RequireFUSE), deterministic test data (Bytes), and, later, helpers
-// that mount a filesystem or open a store in a temporary directory.
+// (RequireFUSE), deterministic test data (Bytes), mounting a node tree in
+// a temporary directory (Mount), and child processes that announce they
+// are ready on stdout, such as a mount (StartReady). Its subpackage
+// storetest makes stores (it imports objstore, which testutil cannot).
 //
 // Invariants: nothing here is imported by non-test code (arch_test.go
 // enforces it); helpers generate their data deterministically from a
