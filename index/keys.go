@@ -40,7 +40,31 @@ var (
 	prefixSnap     = []byte("s/i/")
 	prefixSnapName = []byte("s/n/")
 	prefixSnapRefs = []byte("s/r/")
+
+	prefixHold    = []byte("b/")
+	prefixHoldSet = []byte("c/")
+	keyHolds      = []byte("m/holds")
 )
+
+func holdPrefix(f FileID) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte{}, prefixHold...), uint64(f))
+}
+
+func holdKey(f FileID, id SnapshotID) []byte {
+	return binary.BigEndian.AppendUint64(holdPrefix(f), uint64(id))
+}
+
+// holdKeyID extracts the snapshot id of a b/ key; ok is false if malformed.
+func holdKeyID(k []byte) (SnapshotID, bool) {
+	if len(k) != len(prefixHold)+16 {
+		return 0, false
+	}
+	return SnapshotID(beUint64(k[len(prefixHold)+8:])), true
+}
+
+func holdSetKey(id SnapshotID) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte{}, prefixHoldSet...), uint64(id))
+}
 
 func treeKey(h TreeHash) []byte { return append(append([]byte{}, prefixTree...), h[:]...) }
 

@@ -54,10 +54,12 @@ func (db *DB) Tree(h TreeHash) (*Tree, error) {
 }
 
 // CreateSnapshot records s under a new SnapshotID (returned, and set in
-// s.ID) with its reference set and the trees given, in one transaction
-// (one fsync). Trees too large for one transaction go through PutTrees
-// first (see MaxTxnTrees). A taken name gives an error matching
-// ErrExists.
+// s.ID) with its reference set, its hold rows (holds.go) and the trees
+// given, in one transaction (one fsync). Trees too large for one
+// transaction go through PutTrees first (see MaxTxnTrees), rows too many
+// for one in batches around it (holdTxnRows). A taken name gives an
+// error matching ErrExists. Callers serialise snapshot changes (objstore
+// does); a change that slips in between is retried.
 func (db *DB) CreateSnapshot(s *Snapshot, refs *Refs, trees map[TreeHash][]byte) (SnapshotID, error) {
 	if err := CheckName(s.Name); err != nil {
 		return 0, err
@@ -66,17 +68,68 @@ func (db *DB) CreateSnapshot(s *Snapshot, refs *Refs, trees map[TreeHash][]byte)
 	if err != nil {
 		return 0, err
 	}
-	err = db.update(func(txn *badger.Txn) error {
+	for range maxRetries {
+		if err = db.createSnapshot(s, refs, rb, trees); !errors.Is(err, errStale) {
+			break
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("index: create snapshot: %w", err)
+	}
+	return s.ID, nil
+}
+
+// errStale is a snapshot change planned against a list of snapshots
+// that changed before it committed.
+var errStale = errors.New("snapshots changed meanwhile")
+
+func (db *DB) createSnapshot(s *Snapshot, refs *Refs, rb []byte, trees map[TreeHash][]byte) error {
+	var (
+		id       SnapshotID
+		latest   Snapshot
+		first    bool
+		ops      *holdOps
+		complete bool
+	)
+	err := db.bdb.View(func(txn *badger.Txn) error {
+		var err error
+		if id, err = nextSnapID(txn); err != nil {
+			return err
+		}
+		var ok bool
+		if latest, ok, err = latestIn(txn); err != nil {
+			return err
+		}
+		first = !ok
+		ops, complete, err = planCreate(txn, id, refs, latest, ok)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return db.commitHolds(ops, func(txn *badger.Txn) error {
 		if _, err := getValue(txn, snapNameKey(s.Name)); !errors.Is(err, ErrNotFound) {
 			return errors.Join(fmt.Errorf("snapshot %q: %w", s.Name, ErrExists), err)
 		}
-		id, err := nextSnapID(txn)
+		now, err := nextSnapID(txn)
 		if err != nil {
 			return err
+		}
+		l, ok, err := latestIn(txn)
+		if err != nil {
+			return err
+		}
+		if now != id || ok == first || l.ID != latest.ID {
+			return errStale
 		}
 		s.ID = id
 		for h, b := range trees {
 			if err := txn.Set(treeKey(h), b); err != nil {
+				return err
+			}
+		}
+		if complete && first {
+			if err := txn.Set(keyHolds, nil); err != nil {
 				return err
 			}
 		}
@@ -87,10 +140,6 @@ func (db *DB) CreateSnapshot(s *Snapshot, refs *Refs, trees map[TreeHash][]byte)
 			snapNameKey(s.Name), binary.BigEndian.AppendUint64(nil, uint64(id)),
 			snapRefsKey(id), rb)
 	})
-	if err != nil {
-		return 0, fmt.Errorf("index: create snapshot: %w", err)
-	}
-	return s.ID, nil
 }
 
 func nextSnapID(txn *badger.Txn) (SnapshotID, error) {
@@ -203,14 +252,55 @@ func (db *DB) SnapshotRefs(id SnapshotID) (*Refs, error) {
 	return r, nil
 }
 
-// DeleteSnapshot removes the snapshot called name (its record, name and
-// reference set). Its trees stay: other snapshots may share them, and
-// freeing what none references is the garbage collector's job.
+// DeleteSnapshot removes the snapshot called name (its record, name,
+// reference set and hold rows, which move to its successor where they
+// were its answer: see holds.go). Its trees stay: other snapshots may
+// share them, and freeing what none references is the garbage
+// collector's job.
 func (db *DB) DeleteSnapshot(name string) error {
-	err := db.update(func(txn *badger.Txn) error {
-		s, err := snapshotByName(txn, name)
+	var err error
+	for range maxRetries {
+		if err = db.deleteSnapshot(name); !errors.Is(err, errStale) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("index: delete snapshot %q: %w", name, err)
+	}
+	return nil
+}
+
+func (db *DB) deleteSnapshot(name string) error {
+	var s Snapshot
+	var ops *holdOps
+	err := db.bdb.View(func(txn *badger.Txn) (err error) {
+		if s, err = snapshotByName(txn, name); err != nil {
+			return err
+		}
+		ops, err = planDelete(txn, s)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return db.commitHolds(ops, func(txn *badger.Txn) error {
+		now, err := snapshotByName(txn, name)
 		if err != nil {
 			return err
+		}
+		if now.ID != s.ID {
+			return errStale
+		}
+		// With no snapshot left the rows are complete again (those left
+		// are of snapshots gone, which readers skip).
+		if first, _, err := nextSnapshot(txn, 0); err != nil {
+			return err
+		} else if _, more, err := nextSnapshot(txn, s.ID); err != nil {
+			return err
+		} else if first == s.ID && !more {
+			if err := txn.Set(keyHolds, nil); err != nil {
+				return err
+			}
 		}
 		for _, k := range [][]byte{snapNameKey(name), snapKey(s.ID), snapRefsKey(s.ID)} {
 			if err := txn.Delete(k); err != nil {
@@ -219,10 +309,6 @@ func (db *DB) DeleteSnapshot(name string) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("index: delete snapshot %q: %w", name, err)
-	}
-	return nil
 }
 
 // RenameSnapshot renames snapshot from to to; its id, trees and

@@ -1,9 +1,11 @@
 package objstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -14,10 +16,12 @@ import (
 // mount's .history directory. A file's revisions are one prefix scan of
 // its own r/<file> rows, so listing them costs what that file has,
 // whatever else the store holds. Which snapshots hold a revision is
-// answered from the snapshots' reference sets (index.RefKey: Rev<<32 |
-// File), never by walking a tree: one pass over the stored sets, each
-// probed in its bytes for the one file (index.RawRefs), a few
-// microseconds a snapshot.
+// answered from the file's own hold rows (index.EachHolder: written at
+// each snapshot for the files that changed since the previous one), so it
+// too costs what the file has; a store whose snapshots predate the rows
+// falls back to one pass over the stored reference sets (index.RefKey:
+// Rev<<32 | File), each probed in its bytes for the one file
+// (index.RawRefs), a few microseconds a snapshot.
 
 // Revision is one revision of a file as history views show it.
 type Revision struct {
@@ -118,6 +122,32 @@ func (s *Store) HoldingRevs(ctx context.Context, f index.FileID) (map[index.Rev]
 		return nil, fmt.Errorf("objstore: snapshots holding file %d: %w", f, err)
 	}
 	return out, nil
+}
+
+// EachHolder calls fn(i, rev) for every snapshot list[i] that holds
+// revision rev of file f, in list order. list must be the store's
+// snapshots in creation order (SnapshotList, or a copy the caller keeps
+// up to date); snapshots not in it are left out. It reads f's hold rows,
+// or, in a store whose snapshots predate them, probes every snapshot's
+// reference set.
+func (s *Store) EachHolder(ctx context.Context, f index.FileID, list []index.Snapshot, fn func(i int, rev index.Rev)) error {
+	ok, err := s.idx.EachHolder(ctx, f, list, fn)
+	if err == nil && !ok {
+		err = s.eachHolding(ctx, f, func(id index.SnapshotID, rev index.Rev) {
+			if i, found := slices.BinarySearchFunc(list, id, func(sn index.Snapshot, id index.SnapshotID) int {
+				return cmp.Compare(sn.ID, id)
+			}); found {
+				fn(i, rev)
+			}
+		})
+	}
+	if errors.Is(err, index.ErrDecode) && !errors.Is(err, ErrCorrupt) {
+		err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if err != nil {
+		return fmt.Errorf("objstore: snapshots holding file %d: %w", f, err)
+	}
+	return nil
 }
 
 // eachHolding calls fn for every snapshot and revision of f it holds, in

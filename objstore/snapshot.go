@@ -56,13 +56,15 @@ func (s *Store) writable() error {
 // CreateSnapshot stores req's new trees, then records the snapshot with
 // its reference set: the latest snapshot's set plus and minus the file
 // revisions that differ between its tree and this one (index.DiffRefs),
-// so the cost follows what changed, not the size of the tree. Any earlier
-// snapshot would do as the base (the diff is exact between any two), so
-// concurrent creations need no lock.
+// so the cost follows what changed, not the size of the tree. Snapshot
+// changes take turns (Store.smu): the index's hold rows of a new snapshot
+// are relative to the latest one.
 func (s *Store) CreateSnapshot(ctx context.Context, req SnapshotRequest) (SnapshotResult, error) {
 	if err := s.writable(); err != nil {
 		return SnapshotResult{}, err
 	}
+	s.smu.Lock()
+	defer s.smu.Unlock()
 	if err := index.CheckName(req.Name); err != nil {
 		return SnapshotResult{}, err
 	}
@@ -139,6 +141,8 @@ func (s *Store) DeleteSnapshot(name string) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
+	s.smu.Lock()
+	defer s.smu.Unlock()
 	return s.idx.DeleteSnapshot(name)
 }
 
@@ -147,6 +151,8 @@ func (s *Store) RenameSnapshot(from, to string) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
+	s.smu.Lock()
+	defer s.smu.Unlock()
 	return s.idx.RenameSnapshot(from, to)
 }
 

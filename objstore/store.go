@@ -38,6 +38,8 @@ type Store struct {
 	broken error                    // a failed commit: in-memory state can no longer be trusted
 	closed bool
 
+	smu sync.Mutex // snapshot creations, deletions and renames take turns
+
 	cmu     sync.Mutex   // held by the group-commit leader
 	commits atomic.Int64 // group commits since Open
 	puts    atomic.Int64 // puts since Open
