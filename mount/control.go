@@ -147,6 +147,10 @@ type controlServer struct {
 	c     Controller
 	log   *slog.Logger
 	wg    sync.WaitGroup
+	// bufs keeps the buffers log rows are encoded into between calls (a
+	// log of 10,000 revisions is about 300 KB): a call then leaves no
+	// buffer of that size for the garbage collector. Of *[]byte.
+	bufs sync.Pool
 }
 
 // serveControl listens on dir/ControlSocket, answering owner and root.
@@ -239,18 +243,31 @@ func (s *controlServer) handle(conn *net.UnixConn) {
 			}
 			continue
 		}
-		resp, data := s.do(req)
-		if err := enc.Encode(resp); err != nil {
-			return
+		bp, _ := s.bufs.Get().(*[]byte)
+		if bp == nil {
+			bp = new([]byte)
 		}
-		if _, err := conn.Write(data); err != nil {
+		resp, data := s.do(req, (*bp)[:0])
+		err := enc.Encode(resp)
+		if err == nil {
+			_, err = conn.Write(data)
+		}
+		if req.Op == "log" && cap(data) <= maxPooledRows { // data is the pooled buffer, grown
+			*bp = data[:0]
+		}
+		s.bufs.Put(bp)
+		if err != nil {
 			return
 		}
 	}
 }
 
-// do runs one request; data, if any, follows the response.
-func (s *controlServer) do(req Request) (Response, []byte) {
+// maxPooledRows bounds a buffer kept in rowBufs.
+const maxPooledRows = 4 << 20
+
+// do runs one request; data, if any, follows the response. A log's rows
+// are appended to buf.
+func (s *controlServer) do(req Request, buf []byte) (Response, []byte) {
 	ctx := context.Background()
 	var resp Response
 	var err error
@@ -281,7 +298,7 @@ func (s *controlServer) do(req Request) (Response, []byte) {
 		}
 	case "log", "cat", "restore":
 		var data []byte
-		if resp, data, err = s.history(ctx, req); err == nil {
+		if resp, data, err = s.history(ctx, req, buf); err == nil {
 			return resp, data
 		}
 	default:
@@ -294,12 +311,12 @@ func (s *controlServer) do(req Request) (Response, []byte) {
 }
 
 // history runs log, cat and restore.
-func (s *controlServer) history(ctx context.Context, req Request) (Response, []byte, error) {
+func (s *controlServer) history(ctx context.Context, req Request, buf []byte) (Response, []byte, error) {
 	var resp Response
 	switch req.Op {
 	case "log":
 		if lr, ok := s.c.(rowLogger); ok && req.Rows {
-			l, data, err := lr.logRows(ctx, req.Path, nil)
+			l, data, err := lr.logRows(ctx, req.Path, buf)
 			resp.Log, resp.DataBytes = &l, int64(len(data))
 			return resp, data, err
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
@@ -15,8 +16,8 @@ import (
 
 // historian serves "deltafs log", "cat" and "restore" for one store, in a
 // mount (through the control socket) and offline. Every call costs what
-// the one file has (objstore.History), plus, for log, one probe of each
-// snapshot's reference set.
+// the one file has (objstore.History), plus, for log, the file's hold
+// rows (objstore.EachHolder).
 //
 // In a mount it first has the recorder record every change of the file
 // closed before the call (Recorder.waitHistory), and a restore writes the old
@@ -31,6 +32,9 @@ type historian struct {
 	rec *Recorder   // in a mount; nil offline
 	ls  *lockedSink // nil when read-only
 	mnt string      // mount point; "" offline
+	// snaps lists the snapshots (cached); nil: read them from the store.
+	snaps *snapshotter
+	held  sync.Pool // of *[]heldPair: the snapshot column's pairs (history_held.go)
 	// waitClosed waits, briefly, for the releases of the writable
 	// handles of the live file at rel whose close the mount has seen
 	// (fs.FS.WaitFileReleases): close(2) returns before the kernel sends
@@ -77,7 +81,11 @@ func (h *historian) resolve(ctx context.Context, rel string) (liveFile, index.Fi
 func (h *historian) Log(ctx context.Context, rel string) (FileLog, error) {
 	var revs []RevInfo
 	out, err := h.eachLogRev(ctx, rel, func(n uint64) { revs = make([]RevInfo, 0, n) },
-		func(r RevInfo) { revs = append(revs, r) })
+		func(r objstore.Revision, snaps []heldPair, hs *holders) {
+			info := infoOfRev(r)
+			info.Snapshots = hs.names(snaps)
+			revs = append(revs, info)
+		})
 	out.Revisions = revs
 	return out, err
 }
@@ -86,33 +94,46 @@ func (h *historian) Log(ctx context.Context, rel string) (FileLog, error) {
 // (history_rows.go), as they are read: the control socket's form.
 func (h *historian) logRows(ctx context.Context, rel string, b []byte) (FileLog, []byte, error) {
 	w := newRowWriter(b)
-	out, err := h.eachLogRev(ctx, rel, func(n uint64) { w.b = slices.Grow(w.b, 24*int(min(n, 1<<20))) }, w.add)
+	out, err := h.eachLogRev(ctx, rel, func(n uint64) { w.b = slices.Grow(w.b, 24*int(min(n, 1<<20))) },
+		func(r objstore.Revision, snaps []heldPair, hs *holders) { w.addRev(r, snaps, hs.list) })
 	return out, w.bytes(), err
 }
 
 // eachLogRev resolves rel, calls count with how many revisions it has,
-// then fn with each; it returns the log without revisions.
-func (h *historian) eachLogRev(ctx context.Context, rel string, count func(uint64), fn func(RevInfo)) (FileLog, error) {
+// then fn with each and the snapshots holding it (history_held.go); it
+// returns the log without revisions.
+func (h *historian) eachLogRev(ctx context.Context, rel string, count func(uint64), fn func(objstore.Revision, []heldPair, *holders)) (FileLog, error) {
 	lf, fid, err := h.resolve(ctx, rel)
 	if err != nil {
 		return FileLog{}, err
 	}
-	held, err := h.st.HoldingRevs(ctx, fid)
+	list, err := h.snapshots(ctx)
+	if err != nil {
+		return FileLog{}, err
+	}
+	hs, err := loadHolders(ctx, h.st, fid, list, &h.held)
 	if err != nil {
 		return FileLog{}, wrapCorrupt(err)
 	}
+	defer hs.release()
 	err = h.st.EachRevision(ctx, fid, count, func(r objstore.Revision) error {
-		info := infoOfRev(r)
-		for _, sn := range held[r.Rev] {
-			info.Snapshots = append(info.Snapshots, sn.Name)
-		}
-		fn(info)
+		fn(r, hs.next(r.Rev), hs)
 		return nil
 	})
 	if err != nil {
 		return FileLog{}, wrapCorrupt(err)
 	}
 	return FileLog{Path: lf.Rel, File: uint64(fid)}, nil
+}
+
+// snapshots returns every snapshot in creation order, read-only: the
+// snapshotter's cached list when there is one.
+func (h *historian) snapshots(ctx context.Context) ([]index.Snapshot, error) {
+	if h.snaps != nil {
+		return h.snaps.shared(ctx)
+	}
+	l, err := h.st.SnapshotList(ctx)
+	return l, wrapCorrupt(err)
 }
 
 // Cat returns the revision of the file at rel that spec picks, and its

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/objstore"
 )
 
 // The rows of "deltafs log" cross the control socket in a compact binary
@@ -80,6 +83,51 @@ func (w *rowWriter) add(r RevInfo) {
 	}
 	b = appendStrings(b, r.Flags)
 	w.b = appendStrings(b, r.Snapshots)
+}
+
+// addRev appends r, held by the snapshots list[p.snap] of pairs: add's
+// row without building a RevInfo (no allocation).
+func (w *rowWriter) addRev(r objstore.Revision, pairs []heldPair, list []index.Snapshot) {
+	b := w.b
+	w.n++
+	t := r.Time.UnixNano()
+	b = binary.AppendUvarint(b, uint64(r.Rev))
+	b = binary.AppendVarint(b, t-w.prev)
+	w.prev = t
+	b = binary.AppendUvarint(b, r.Size)
+	b = binary.AppendUvarint(b, uint64(r.ChainLen))
+	b = binary.AppendUvarint(b, uint64(r.Stored))
+	b = appendString(b, r.Kind.String())
+	refs := [3]index.RevID{r.Base, r.P1, r.P2}
+	var present byte
+	for i, ref := range refs {
+		if !ref.IsNull() {
+			present |= 1 << i
+		}
+	}
+	b = append(b, present)
+	for _, ref := range refs {
+		if !ref.IsNull() {
+			b = binary.AppendUvarint(binary.AppendUvarint(b, uint64(ref.File)), uint64(ref.Rev))
+		}
+	}
+	nf := 0
+	for _, fn := range flagNames {
+		if r.Flags&fn.f != 0 {
+			nf++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(nf))
+	for _, fn := range flagNames {
+		if r.Flags&fn.f != 0 {
+			b = appendString(b, fn.name)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(pairs)))
+	for _, p := range pairs {
+		b = appendString(b, list[p.snap].Name)
+	}
+	w.b = b
 }
 
 // appendRows encodes revs.

@@ -123,6 +123,23 @@ func (s *snapshotter) List(ctx context.Context) ([]index.Snapshot, error) {
 	return slices.Clone(s.cached), nil
 }
 
+// shared is List without the copy: the cached list itself, which the
+// caller must not modify. The cache is copied on write (Delete and
+// Rename edit a copy; Create appends past every reader's length), so a
+// list handed out stays as it was.
+func (s *snapshotter) shared(ctx context.Context) ([]index.Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.valid {
+		l, err := s.st.SnapshotList(ctx)
+		if err != nil {
+			return nil, wrapCorrupt(err)
+		}
+		s.setCache(l)
+	}
+	return s.cached[:len(s.cached):len(s.cached)], nil
+}
+
 // Get returns the snapshot called name.
 func (s *snapshotter) Get(ctx context.Context, name string) (index.Snapshot, error) {
 	s.mu.Lock()
@@ -144,7 +161,7 @@ func (s *snapshotter) Delete(ctx context.Context, name string) error {
 		return wrapCorrupt(err)
 	}
 	s.edit(func(l []index.Snapshot) []index.Snapshot {
-		return slices.DeleteFunc(l, func(sn index.Snapshot) bool { return sn.Name == name })
+		return slices.DeleteFunc(slices.Clone(l), func(sn index.Snapshot) bool { return sn.Name == name })
 	})
 	return nil
 }
@@ -155,6 +172,7 @@ func (s *snapshotter) Rename(ctx context.Context, from, to string) error {
 		return wrapCorrupt(err)
 	}
 	s.edit(func(l []index.Snapshot) []index.Snapshot {
+		l = slices.Clone(l)
 		for i := range l {
 			if l[i].Name == from {
 				l[i].Name = to

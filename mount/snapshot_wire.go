@@ -26,7 +26,8 @@ type snapshotParts struct {
 // newSnapshotParts builds the snapshotter of a mount over st; ls is nil
 // on a read-only mount (no snapshot can be taken there).
 func newSnapshotParts(st *objstore.Store, live string, ls *lockedSink, cfg Config) *snapshotParts {
-	p := &snapshotParts{snap: newSnapshotter(st, nil, nil, cfg.Logger), hist: &historian{st: st, dir: filepath.Dir(live), ls: ls}}
+	snap := newSnapshotter(st, nil, nil, cfg.Logger)
+	p := &snapshotParts{snap: snap, hist: &historian{st: st, dir: filepath.Dir(live), ls: ls, snaps: snap}}
 	if ls != nil {
 		p.tree = fs.NewTreeBuilder(live)
 		p.snap.b, p.snap.revs = p.tree, &liveRevs{st: st, ls: ls}
