@@ -1,6 +1,8 @@
 // Package index owns the metadata of a deltafs store: one badger database
-// holding an Entry per stored revision, a small record per file and the
-// store-wide counters (format version, next file id, committed segment tail).
+// holding an Entry per stored revision, a small record per file, the
+// store-wide counters (format version, next file id, committed segment tail),
+// and the snapshots: their records, trees, reference sets and, per file,
+// the rows saying which snapshots hold which of its revisions (holds.go).
 //
 // Invariants:
 //   - every key follows the single schema table in keys.go;

@@ -42,8 +42,9 @@
 // "deltafs log", "cat" and "restore" (history.go) resolve a path the same
 // way (history_ids.go; offline from live.ids) and are served on the
 // control socket by the historian, or by the Offline store directly: log
-// adds the snapshots holding each revision (one reference-set probe per
-// snapshot), cat sends the revision's bytes raw after its answer, and a
+// adds the snapshots holding each revision (the file's own hold rows,
+// objstore.EachHolder, walked beside its revisions with no per-row
+// allocation: history_held.go), cat sends the revision's bytes raw after its answer, and a
 // restore in a mount writes the old content through the mount point and
 // fsyncs, so that the live tree, its caches and the recorder see an
 // ordinary write; the sink records it as a fulltext put whose second
