@@ -54,6 +54,9 @@ type Flags uint16
 const (
 	FlagZstd  Flags = 1 << 0 // payload is zstd-compressed
 	FlagDelta Flags = 1 << 1 // payload is a delta against Base
+	// FlagChunked: the payload is a fulltext in independently encoded
+	// chunks (objstore's chunked.go; store format 2).
+	FlagChunked Flags = 1 << 2
 
 	// FlagHashDeferred lives in the index only, never in a record: the
 	// revision was stored from a delta alone (objstore's delta-only put)

@@ -87,6 +87,11 @@ func anyChainPasses(cands []prepared, t Target, caps Caps) bool {
 }
 
 func (s *Store) appendEntry(e *index.Entry, flags byte, payload []byte) error {
+	if flags&recFlagChunked != 0 {
+		if err := s.needFormat(formatChunked); err != nil {
+			return err
+		}
+	}
 	rec := appendRecord(nil, recHeader{Flags: flags, ID: e.ID(), TextLen: e.Size}, payload)
 	seg, off, err := s.segs.append(rec)
 	if err != nil {

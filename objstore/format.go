@@ -9,8 +9,20 @@ import (
 	"strings"
 )
 
-// FormatVersion is the on-disk format this package writes and reads.
-const FormatVersion = 1
+// FormatVersion is the on-disk format this package writes; it reads every
+// version from oldestFormat on. Version 2 added chunked fulltexts
+// (record flag recFlagChunked, chunked.go). A version 1 store opens as it
+// is and stays version 1, readable by older builds, until its first
+// chunked record: then FORMAT and the index's version become 2
+// (Store.needFormat), so that an older build refuses the store with
+// ErrFormat instead of failing on a record it cannot decode.
+const (
+	FormatVersion = 2
+	oldestFormat  = 1
+)
+
+// formatChunked is the version that introduced chunked fulltexts.
+const formatChunked = 2
 
 const formatMagic = "deltafs-store"
 
@@ -44,16 +56,17 @@ func parseFormat(dir string, b []byte) (int, error) {
 	if err != nil || !strings.HasPrefix(lines[1], "format ") {
 		return 0, fmt.Errorf("objstore: %s: %w: unreadable version %q", dir, ErrFormat, lines[1])
 	}
-	if v != FormatVersion {
-		return v, fmt.Errorf("objstore: %s: %w: version %d, this build reads %d", dir, ErrFormat, v, FormatVersion)
+	if v < oldestFormat || v > FormatVersion {
+		return v, fmt.Errorf("objstore: %s: %w: version %d, this build reads %d to %d", dir, ErrFormat, v, oldestFormat, FormatVersion)
 	}
 	return v, nil
 }
 
-// writeFormat writes dir/FORMAT atomically (temp file, fsync, rename, fsync dir).
-func writeFormat(dir string) error {
+// writeFormat writes dir/FORMAT for version v atomically (temp file,
+// fsync, rename, fsync dir).
+func writeFormat(dir string, v int) error {
 	tmp := filepath.Join(dir, "FORMAT.tmp")
-	text := fmt.Sprintf("%s\nformat %d\n", formatMagic, FormatVersion)
+	text := fmt.Sprintf("%s\nformat %d\n", formatMagic, v)
 	f, err := os.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("objstore: write format: %w", err)
@@ -99,4 +112,22 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// needFormat raises the store's format to at least v before a record
+// that needs it is appended: FORMAT first, then the index's version (an
+// older build reads FORMAT first). Called with wmu held.
+func (s *Store) needFormat(v int) error {
+	if s.format >= v {
+		return nil
+	}
+	if err := writeFormat(s.dir, v); err != nil {
+		return err
+	}
+	if err := s.idx.SetFormat(uint64(v)); err != nil {
+		return fmt.Errorf("objstore: format %d: %w", v, err)
+	}
+	s.log.Info("store format raised", "dir", s.dir, "from", s.format, "to", v)
+	s.format = v
+	return nil
 }

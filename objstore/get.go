@@ -241,6 +241,11 @@ func (s *Store) readRecord(want index.RevID, e *index.Entry) ([]byte, error) {
 	if err := agree(&h, e); err != nil {
 		return nil, corrupt(want, e, err)
 	}
+	if h.chunked() {
+		if p, err = decodeChunked(s.getBuf(e.Size), p, e.Size, s.dec); err != nil {
+			return nil, corrupt(want, e, err)
+		}
+	}
 	if h.zstd() {
 		var dst []byte
 		if !h.delta() {

@@ -67,9 +67,8 @@ func TestPutNoWait(t *testing.T) {
 	}
 }
 
-// TestBigFulltext: a fulltext of bigFull bytes or more is compressed by the
-// fast encoder if it compresses, stored raw if its samples do not, and
-// reads back either way.
+// TestBigFulltext: a fulltext of bigFull bytes or more is stored chunked
+// (S2) if it compresses, raw if no chunk does, and reads back either way.
 func TestBigFulltext(t *testing.T) {
 	s, _ := openNew(t, Config{})
 	ctx := context.Background()
@@ -92,9 +91,9 @@ func TestBigFulltext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if zstd := e.Flags&recFlagZstd != 0; zstd != c.compressed || e.Kind != index.KindFull {
-			t.Errorf("%s: stored as %v, compressed %v (%d bytes of %d); want a fulltext, compressed %v",
-				c.name, e.Kind, zstd, e.Stored, len(c.data), c.compressed)
+		if chunked := e.Flags&recFlagChunked != 0; chunked != c.compressed || e.Kind != index.KindFull {
+			t.Errorf("%s: stored as %v, chunked %v (%d bytes of %d); want a fulltext, chunked %v",
+				c.name, e.Kind, chunked, e.Stored, len(c.data), c.compressed)
 		}
 		if c.compressed && uint64(e.Stored) > uint64(len(c.data))/2 {
 			t.Errorf("%s: %d bytes stored for %d", c.name, e.Stored, len(c.data))

@@ -14,7 +14,8 @@ import (
 //	off  size  field
 //	0    4     magic "dfsR"
 //	4    1     record version (1)
-//	5    1     flags: bit0 payload zstd-compressed, bit1 payload is a delta
+//	5    1     flags: bit0 payload zstd-compressed, bit1 payload is a delta,
+//	                 bit2 payload is a chunked fulltext (chunked.go; format 2)
 //	6    2     reserved, zero
 //	8    8     file id       } the revision the record belongs to, so that
 //	16   4     revision      } index/segment agreement can be checked
@@ -31,9 +32,10 @@ const (
 	recTrailerLen = 8
 	recOverhead   = recHeaderLen + recTrailerLen
 
-	recFlagZstd  = 1 << 0
-	recFlagDelta = 1 << 1
-	recFlagsAll  = recFlagZstd | recFlagDelta
+	recFlagZstd    = 1 << 0
+	recFlagDelta   = 1 << 1
+	recFlagChunked = 1 << 2
+	recFlagsAll    = recFlagZstd | recFlagDelta | recFlagChunked
 
 	// maxPayload bounds what a header may claim, so a corrupt length cannot
 	// make a reader allocate without limit.
@@ -52,6 +54,10 @@ type recHeader struct {
 
 func (h *recHeader) zstd() bool  { return h.Flags&recFlagZstd != 0 }
 func (h *recHeader) delta() bool { return h.Flags&recFlagDelta != 0 }
+
+// chunked: a fulltext in independently encoded chunks, never zstd or a
+// delta as a whole (parseHeader refuses those combinations).
+func (h *recHeader) chunked() bool { return h.Flags&recFlagChunked != 0 }
 
 // appendRecord appends the full record for h and payload to dst.
 func appendRecord(dst []byte, h recHeader, payload []byte) []byte {
@@ -79,7 +85,7 @@ func parseHeader(b []byte) (recHeader, error) {
 		return h, fmt.Errorf("%w: version %d", errRecord, b[4])
 	}
 	h.Flags = b[5]
-	if h.Flags&^recFlagsAll != 0 || b[6] != 0 || b[7] != 0 {
+	if h.Flags&^recFlagsAll != 0 || h.chunked() && h.Flags != recFlagChunked || b[6] != 0 || b[7] != 0 {
 		return h, fmt.Errorf("%w: flags %#x %#x%02x", errRecord, h.Flags, b[6], b[7])
 	}
 	h.ID.File = index.FileID(binary.BigEndian.Uint64(b[8:]))

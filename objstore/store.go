@@ -37,6 +37,7 @@ type Store struct {
 	open   *batch                   // collecting puts for the next group commit
 	broken error                    // a failed commit: in-memory state can no longer be trusted
 	closed bool
+	format int // the index's format version (see needFormat)
 
 	smu sync.Mutex // snapshot creations, deletions and renames take turns
 
@@ -115,7 +116,7 @@ func (s *Store) init(segDir string, created bool) error {
 		return err
 	}
 	if created {
-		if err := writeFormat(s.dir); err != nil {
+		if err := writeFormat(s.dir, FormatVersion); err != nil {
 			return err
 		}
 	}
@@ -196,12 +197,14 @@ func (s *Store) checkIndexFormat(created bool) error {
 	}
 	switch {
 	case !ok && created:
+		s.format = FormatVersion
 		return s.idx.SetFormat(FormatVersion)
 	case !ok:
 		return fmt.Errorf("objstore: %s: %w: index has no format version", s.dir, ErrFormat)
-	case v != FormatVersion:
-		return fmt.Errorf("objstore: %s: %w: index format %d, this build reads %d", s.dir, ErrFormat, v, FormatVersion)
+	case v < oldestFormat || v > FormatVersion:
+		return fmt.Errorf("objstore: %s: %w: index format %d, this build reads %d to %d", s.dir, ErrFormat, v, oldestFormat, FormatVersion)
 	}
+	s.format = int(v)
 	return nil
 }
 

@@ -1,0 +1,203 @@
+package objstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+)
+
+// A chunked fulltext (record flag recFlagChunked, format 2) is a large
+// text cut into chunks of chunkSize bytes (the last one shorter), each
+// encoded on its own, so that a put encodes them on every core and a
+// read decodes each straight into its place in the text:
+//
+//	off   size  field
+//	0     4     chunk size (bytes of text per chunk, the last one shorter)
+//	4     4     chunk count n = ceil(text length / chunk size)
+//	8     5n    per chunk: codec (1 byte), stored length (4 bytes)
+//	8+5n  ...   the chunks' stored bytes, in order
+//
+// Codecs: chunkRaw (the text itself: incompressible data costs a copy),
+// chunkS2 (klauspost's S2 block format) and chunkZstd (one zstd frame).
+// Puts write S2: on this project's 2-core machine it compresses text at
+// ~400 MB/s of CPU per core against ~200 MB/s for zstd's fastest level
+// and ~100 MB/s for the fastest level's streaming encoder that big
+// fulltexts used before (M1: ~10 s of CPU for 1 GiB), for a ratio of
+// 2.4 against 3.5 on text (2.1 against 2.9 on an executable). A big file
+// is rarely rewritten wholesale, so its few fulltexts weigh little in a
+// store; repack may store them again with zstd.
+const (
+	chunkRaw  = 0
+	chunkS2   = 1
+	chunkZstd = 2
+
+	chunkSize       = 4 << 20
+	chunkHeaderLen  = 8
+	chunkEntryLen   = 5
+	minChunkSize    = 4 << 10 // bounds the table a header may claim
+	maxChunkWorkers = 4
+)
+
+// chunkJob is one chunk's text and what it was encoded to.
+type chunkJob struct {
+	text  []byte
+	codec byte
+	out   []byte
+}
+
+// encodeChunked encodes data as a chunked payload; it reports false when
+// that is not smaller than data (store it raw then).
+func encodeChunked(data []byte) ([]byte, bool) {
+	jobs := make([]chunkJob, (len(data)+chunkSize-1)/chunkSize)
+	for i := range jobs {
+		jobs[i].text = data[i*chunkSize : min((i+1)*chunkSize, len(data))]
+	}
+	eachChunk(len(jobs), func(i int) {
+		j := &jobs[i]
+		j.out = s2.Encode(make([]byte, s2.MaxEncodedLen(len(j.text))), j.text)
+		j.codec = chunkS2
+		if len(j.out) >= len(j.text) { // incompressible: S2 finds that at GB/s
+			j.out, j.codec = j.text, chunkRaw
+		}
+	})
+	n := chunkHeaderLen + chunkEntryLen*len(jobs)
+	for i := range jobs {
+		n += len(jobs[i].out)
+	}
+	if n >= len(data) {
+		return nil, false
+	}
+	p := make([]byte, 0, n)
+	p = binary.BigEndian.AppendUint32(p, chunkSize)
+	p = binary.BigEndian.AppendUint32(p, uint32(len(jobs)))
+	for i := range jobs {
+		p = append(p, jobs[i].codec)
+		p = binary.BigEndian.AppendUint32(p, uint32(len(jobs[i].out)))
+	}
+	for i := range jobs {
+		p = append(p, jobs[i].out...)
+	}
+	return p, true
+}
+
+// eachChunk runs fn(0..n-1) on up to maxChunkWorkers goroutines.
+func eachChunk(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), maxChunkWorkers, n)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				fn(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+var errChunked = errors.New("bad chunked fulltext")
+
+// chunkSpan is where one chunk lies in the payload and in the text.
+type chunkSpan struct {
+	codec          byte
+	stored         []byte
+	textOff, textN int
+}
+
+// parseChunked checks a chunked payload's table against the text length
+// and returns its chunks.
+func parseChunked(p []byte, textLen uint64) ([]chunkSpan, error) {
+	if len(p) < chunkHeaderLen {
+		return nil, fmt.Errorf("%w: %d bytes", errChunked, len(p))
+	}
+	size := uint64(binary.BigEndian.Uint32(p))
+	n := uint64(binary.BigEndian.Uint32(p[4:]))
+	if size < minChunkSize || n != (textLen+size-1)/size {
+		return nil, fmt.Errorf("%w: %d chunks of %d bytes for a text of %d", errChunked, n, size, textLen)
+	}
+	table := chunkHeaderLen + chunkEntryLen*n
+	if table > uint64(len(p)) {
+		return nil, fmt.Errorf("%w: table of %d chunks in %d bytes", errChunked, n, len(p))
+	}
+	spans := make([]chunkSpan, n)
+	at := table
+	for i := range spans {
+		e := p[chunkHeaderLen+chunkEntryLen*uint64(i):]
+		stored := uint64(binary.BigEndian.Uint32(e[1:]))
+		textOff := uint64(i) * size
+		c := chunkSpan{codec: e[0], textOff: int(textOff), textN: int(min(size, textLen-textOff))}
+		if c.codec > chunkZstd || stored > uint64(len(p))-at || c.codec == chunkRaw && stored != uint64(c.textN) {
+			return nil, fmt.Errorf("%w: chunk %d (codec %d, %d bytes)", errChunked, i, c.codec, stored)
+		}
+		c.stored, at = p[at:at+stored], at+stored
+		spans[i] = c
+	}
+	if at != uint64(len(p)) {
+		return nil, fmt.Errorf("%w: %d bytes after the last chunk", errChunked, uint64(len(p))-at)
+	}
+	return spans, nil
+}
+
+// decodeChunked decodes payload p of a text of textLen bytes into dst
+// (reused if its capacity allows), its chunks on every core.
+func decodeChunked(dst, p []byte, textLen uint64, dec *zstd.Decoder) ([]byte, error) {
+	spans, err := parseChunked(p, textLen)
+	if err != nil {
+		return nil, err
+	}
+	if uint64(cap(dst)) < textLen {
+		dst = make([]byte, textLen)
+	}
+	dst = dst[:textLen]
+	errs := make([]error, len(spans))
+	eachChunk(len(spans), func(i int) {
+		c := spans[i]
+		errs[i] = decodeChunk(dst[c.textOff:c.textOff+c.textN:c.textOff+c.textN], c, dec)
+		if errs[i] != nil {
+			errs[i] = fmt.Errorf("chunk %d: %w", i, errs[i])
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return dst, nil
+}
+
+// decodeChunk decodes c into out, which has exactly the chunk's length.
+func decodeChunk(out []byte, c chunkSpan, dec *zstd.Decoder) error {
+	switch c.codec {
+	case chunkRaw:
+		copy(out, c.stored)
+		return nil
+	case chunkS2:
+		if n, err := s2.DecodedLen(c.stored); err != nil || n != len(out) {
+			return fmt.Errorf("%w: S2 chunk of %d bytes, want %d (%v)", errChunked, n, len(out), err)
+		}
+		got, err := s2.Decode(out, c.stored)
+		if err != nil || len(got) != len(out) || &got[0] != &out[0] {
+			return fmt.Errorf("%w: S2: %v", errChunked, err)
+		}
+		return nil
+	default:
+		got, err := dec.DecodeAll(c.stored, out[:0])
+		if err != nil || len(got) != len(out) || len(got) > 0 && &got[0] != &out[0] {
+			return fmt.Errorf("%w: zstd chunk of %d bytes, want %d (%v)", errChunked, len(got), len(out), err)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,242 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/deltafs/deltafs/index"
+	"github.com/klauspost/compress/zstd"
+)
+
+// bigMixed returns n bytes of text with a stretch of random bytes in the
+// middle (an archive inside a text file), not a multiple of chunkSize.
+func bigMixed(seed uint64, n int) []byte {
+	b := genText(rand.New(rand.NewPCG(seed, 1)), n)
+	if n > 3*chunkSize {
+		crand.Read(b[n/3 : n/3+2*chunkSize+123])
+	}
+	return b
+}
+
+func testDecoder(t testing.TB) *zstd.Decoder {
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dec.Close)
+	return dec
+}
+
+func TestChunkedRoundTrip(t *testing.T) {
+	dec := testDecoder(t)
+	for _, n := range []int{1, chunkSize - 1, chunkSize, chunkSize + 1, 3*chunkSize + 4567} {
+		data := bigMixed(uint64(n), n)
+		p, ok := encodeChunked(data)
+		if n < 1024 {
+			if ok {
+				t.Fatalf("%d bytes: a chunked payload no smaller than the text was accepted", n)
+			}
+			continue
+		}
+		if !ok || len(p) >= len(data) {
+			t.Fatalf("%d bytes: not compressed (%d bytes)", n, len(p))
+		}
+		got, err := decodeChunked(nil, p, uint64(n), dec)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%d bytes: round trip: %v", n, err)
+		}
+		spans, _ := parseChunked(p, uint64(n))
+		if n > 3*chunkSize && spans[1].codec != chunkRaw {
+			t.Fatalf("random chunk stored with codec %d, want raw", spans[1].codec)
+		}
+		if _, err := decodeChunked(nil, p, uint64(n)+1, dec); !errors.Is(err, errChunked) {
+			t.Fatalf("%d bytes: decoded against the wrong length: %v", n, err)
+		}
+	}
+}
+
+// TestChunkedZstdChunk: a zstd chunk (which puts do not write, but the
+// format allows) decodes, and one of the wrong length is refused.
+func TestChunkedZstdChunk(t *testing.T) {
+	dec := testDecoder(t)
+	enc, _ := zstd.NewWriter(nil)
+	defer enc.Close()
+	text := genText(rand.New(rand.NewPCG(5, 5)), 10000)
+	z := enc.EncodeAll(text, nil)
+	// one chunk of up to 16 KiB
+	p := []byte{0, 0, 0x40, 0, 0, 0, 0, 1, chunkZstd, 0, 0, byte(len(z) >> 8), byte(len(z))}
+	p = append(p, z...)
+	got, err := decodeChunked(nil, p, uint64(len(text)), dec)
+	if err != nil || !bytes.Equal(got, text) {
+		t.Fatalf("zstd chunk: %v", err)
+	}
+	if _, err := decodeChunked(nil, p, uint64(len(text)-1), dec); !errors.Is(err, errChunked) {
+		t.Fatalf("zstd chunk longer than its place: %v", err)
+	}
+}
+
+func TestChunkedCorrupt(t *testing.T) {
+	dec := testDecoder(t)
+	data := bigMixed(7, 3*chunkSize+99)
+	p, _ := encodeChunked(data)
+	cases := map[string]func([]byte) []byte{
+		"short":        func(b []byte) []byte { return b[:5] },
+		"tiny chunks":  func(b []byte) []byte { b[2] = 0; b[1] = 0; b[3] = 1; return b },
+		"count":        func(b []byte) []byte { b[7]++; return b },
+		"codec":        func(b []byte) []byte { b[8] = 9; return b },
+		"length":       func(b []byte) []byte { b[12]++; return b },
+		"trailing":     func(b []byte) []byte { return append(b, 0) },
+		"truncated":    func(b []byte) []byte { return b[:len(b)-1] },
+		"s2 bytes":     func(b []byte) []byte { b[chunkHeaderLen+3*chunkEntryLen+10] ^= 0xff; return b },
+		"raw as s2":    func(b []byte) []byte { b[chunkHeaderLen+chunkEntryLen] = chunkS2; return b },
+		"s2 as zstd":   func(b []byte) []byte { b[chunkHeaderLen] = chunkZstd; return b },
+		"size as text": func(b []byte) []byte { b[0], b[1], b[2], b[3] = 0xff, 0xff, 0xff, 0xff; return b },
+	}
+	for name, mod := range cases {
+		got, err := decodeChunked(nil, mod(bytes.Clone(p)), uint64(len(data)), dec)
+		if err == nil && bytes.Equal(got, data) && name != "s2 bytes" {
+			t.Errorf("%s: decoded anyway", name)
+		}
+		if err != nil && !errors.Is(err, errChunked) {
+			t.Errorf("%s: error is not errChunked: %v", name, err)
+		}
+	}
+}
+
+func FuzzChunkedDecode(f *testing.F) {
+	small := []byte{0, 0, 0x10, 0, 0, 0, 0, 1, chunkRaw, 0, 0, 0, 3, 'a', 'b', 'c'}
+	f.Add(small, uint64(3))
+	f.Add(append([]byte{0, 0, 0x10, 0, 0, 0, 0, 4}, make([]byte, 20)...), uint64(3*minChunkSize+7))
+	if p, ok := encodeChunked(bigMixed(1, 3*chunkSize+7)); ok {
+		f.Add(p, uint64(3*chunkSize+7))
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(1<<24))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer dec.Close()
+	f.Fuzz(func(t *testing.T, p []byte, textLen uint64) {
+		textLen %= 1 << 24
+		got, err := decodeChunked(nil, p, textLen, dec)
+		if err != nil {
+			if !errors.Is(err, errChunked) {
+				t.Fatalf("error not errChunked: %v", err)
+			}
+			return
+		}
+		if uint64(len(got)) != textLen {
+			t.Fatalf("decoded %d bytes, want %d", len(got), textLen)
+		}
+	})
+}
+
+// TestPutBigChunked: a fulltext of bigFull bytes or more is stored
+// chunked, reads back, survives a reopen and verifies; an incompressible
+// one is stored raw.
+func TestPutBigChunked(t *testing.T) {
+	ctx := context.Background()
+	s, dir := openNew(t, Config{})
+	f, _ := s.NewFile("big")
+	data := bigMixed(3, bigFull+chunkSize/2+17)
+	e, err := s.Put(ctx, PutRequest{File: f, Data: bytes.Clone(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Flags&index.FlagChunked == 0 || e.Kind != index.KindFull || uint64(e.Stored) >= e.Size {
+		t.Fatalf("big fulltext stored as flags %#x kind %v, %d of %d bytes", e.Flags, e.Kind, e.Stored, e.Size)
+	}
+	noise := make([]byte, bigFull)
+	crand.Read(noise)
+	g, _ := s.NewFile("noise")
+	en, err := s.Put(ctx, PutRequest{File: g, Data: bytes.Clone(noise)})
+	if err != nil || en.Flags != 0 || uint64(en.Stored) < en.Size {
+		t.Fatalf("incompressible fulltext: flags %#x, %d of %d bytes: %v", en.Flags, en.Stored, en.Size, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(dir, Config{CacheBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	for id, want := range map[index.RevID][]byte{e.ID(): data, en.ID(): noise} {
+		got, err := s2.Get(ctx, id)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("get %v after reopen: %v", id, err)
+		}
+	}
+	if n, err := s2.Verify(ctx, func(p Problem) { t.Errorf("verify: %v", p) }); err != nil || n != 0 {
+		t.Fatalf("verify: %d problems, %v", n, err)
+	}
+}
+
+// TestFormat1StoreOpens: a store of format 1 (before chunked fulltexts)
+// opens, takes small puts and stays format 1, readable by older builds;
+// its first chunked fulltext raises it to 2.
+func TestFormat1StoreOpens(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(dir, Config{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := s.NewFile("small")
+	small := genText(rand.New(rand.NewPCG(2, 2)), 100000)
+	e1, err := s.Put(ctx, PutRequest{File: f, Data: bytes.Clone(small)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.idx.SetFormat(1); err != nil { // as a format 1 build left it
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := writeFormat(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	formatIs := func(want int) {
+		t.Helper()
+		v, err := readFormat(dir)
+		if err != nil || v != want {
+			t.Fatalf("FORMAT: version %d (%v), want %d", v, err, want)
+		}
+	}
+	s, err = Open(dir, Config{})
+	if err != nil {
+		t.Fatalf("format 1 store: %v", err)
+	}
+	if got, err := s.Get(ctx, e1.ID()); err != nil || !bytes.Equal(got, small) {
+		t.Fatalf("format 1 revision: %v", err)
+	}
+	if _, err := s.Put(ctx, PutRequest{File: f, Data: append(bytes.Clone(small), "more\n"...), P1: e1.ID()}); err != nil {
+		t.Fatal(err)
+	}
+	formatIs(1)
+	g, _ := s.NewFile("big")
+	big := bigMixed(9, bigFull)
+	eb, err := s.Put(ctx, PutRequest{File: g, Data: bytes.Clone(big)})
+	if err != nil || eb.Flags&index.FlagChunked == 0 {
+		t.Fatalf("big put: flags %#x, %v", eb.Flags, err)
+	}
+	formatIs(2)
+	if v, _, _ := s.idx.Format(); v != 2 {
+		t.Fatalf("index format %d after a chunked record, want 2", v)
+	}
+	s.Close()
+	s, err = Open(dir, Config{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, err := s.Get(ctx, eb.ID()); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("chunked revision after reopen: %v", err)
+	}
+	if _, err := parseFormat(dir, []byte(formatMagic+"\nformat 0\n")); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "1 to 2") {
+		t.Fatalf("format 0: %v", err)
+	}
+}
