@@ -49,6 +49,31 @@
 // it is closed and it is opened again (then in the cached mode, with
 // ranges).
 //
+// # What a write costs, and the kernel options that could lower it
+//
+// A write through a cached handle is one FUSE round trip (WRITE) and a
+// pwrite of the live file. The loopback pays one round trip too (a
+// passthrough write makes the kernel ask for security.capability first),
+// so the two run close; we pay the recording on top.
+//   - handle_killpriv_v2 is on (options.go, killpriv.go): without it the
+//     kernel sends a GETXATTR security.capability before every WRITE,
+//     two round trips per write. We drop setuid and setgid ourselves.
+//   - The writeback cache (CAP_WRITEBACK_CACHE) is off: it would batch
+//     small writes in the page cache and hand them to us later, still
+//     with their ranges, but the kernel turns FUSE passthrough off for
+//     a connection that negotiates it (passthrough_test.go fails with
+//     it: every read goes through the server), and reads at passthrough
+//     speed are worth more. It would also hand mtime, ctime and size to
+//     the kernel, and would make "before the change reaches the live
+//     file" (Dirtied) mean the first WRITE of dirty pages, not the
+//     write(2).
+//   - A passthrough writer whose ranges we would still learn: the kernel
+//     reports nothing about passthrough writes (no event carries a
+//     range; fanotify and inotify say only that a file changed), and
+//     the live directory's file system (ext4 here) has no reflinks whose
+//     extents could be compared after the fact. Such a writer's change
+//     is Whole, and recording it reads the whole file.
+//
 // # Sessions and reports
 //
 // A file's session starts with its first writable open and ends when its

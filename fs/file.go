@@ -47,6 +47,9 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 }
 
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if errno := h.n.killPrivsBeforeWrite(ctx, h.fd); errno != 0 {
+		return 0, errno
+	}
 	h.n.dirtying()
 	n, err := syscall.Pwrite(h.fd, data, off)
 	if n > 0 {
@@ -84,6 +87,9 @@ func (h *handle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
 func (h *handle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if _, ok := in.GetSize(); ok {
 		h.n.dirtying()
+	}
+	if errno := h.n.killPrivsFlagged(in, h.fd); errno != 0 {
+		return errno
 	}
 	if errno := h.lf.Setattr(ctx, in, out); errno != 0 {
 		return errno
@@ -153,6 +159,9 @@ func (h *passthroughHandle) Fsync(ctx context.Context, flags uint32) syscall.Err
 }
 
 func (h *passthroughHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if errno := h.n.killPrivsBeforeWrite(ctx, h.fd); errno != 0 {
+		return 0, errno
+	}
 	h.n.dirtying()
 	n, err := unix.Pwrite(h.fd, data, off)
 	if n > 0 {
@@ -165,6 +174,9 @@ func (h *passthroughHandle) Write(ctx context.Context, data []byte, off int64) (
 func (h *passthroughHandle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if _, ok := in.GetSize(); ok {
 		h.n.dirtying()
+	}
+	if errno := h.n.killPrivsFlagged(in, h.fd); errno != 0 {
+		return errno
 	}
 	if errno := h.LoopbackFile.Setattr(ctx, in, out); errno != 0 {
 		return errno

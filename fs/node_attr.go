@@ -33,6 +33,9 @@ func (n *Node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if before.Size != int64(sz) {
 		n.dirtyingPath()
 	}
+	if errno := n.killPrivsFlagged(in, -1); errno != 0 {
+		return errno
+	}
 	if errno := n.LoopbackNode.Setattr(ctx, f, in, out); errno != 0 {
 		return errno
 	}

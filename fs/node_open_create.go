@@ -39,7 +39,24 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if err != nil {
 		return nil, 0, n.fsys.errno("open", err)
 	}
-	return n.openHandle(fd, flags, false, truncFrom), 0, 0
+	watch := isWritable(flags) && n.writesDropPrivs(ctx, fd)
+	fh := n.openHandle(fd, flags, false, truncFrom, watch)
+	if _, pt := fh.(*passthroughHandle); pt && watch {
+		// The inode is in passthrough mode: its writes will not reach
+		// us, so the bits go now (see killpriv.go).
+		if errno := n.killPrivsFd(fd); errno != 0 {
+			fh.(*passthroughHandle).Release(ctx)
+			return nil, 0, errno
+		}
+	}
+	return fh, 0, 0
+}
+
+// writesDropPrivs reports whether the caller of ctx writing the live file
+// fd must drop its setuid and setgid bits (see killpriv.go).
+func (n *Node) writesDropPrivs(ctx context.Context, fd int) bool {
+	var st syscall.Stat_t
+	return syscall.Fstat(fd, &st) == nil && mustDropPrivs(ctx, st.Mode)
 }
 
 // Create creates and opens a live file.
@@ -52,7 +69,7 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if err != nil {
 		return nil, nil, 0, n.fsys.errno("create", err)
 	}
-	chownToCaller(ctx, fd)
+	chownToCaller(ctx, fd, mode)
 	st, attr, err := n.fsys.fstatStable(fd)
 	if err != nil {
 		syscall.Close(fd)
@@ -62,7 +79,7 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	n.touchChild(st.Ino)
 	ch := n.NewInode(ctx, n.fsys.newNode(nil, nil, "", &st), attr)
 	child := ch.Operations().(*Node)
-	return ch, child.openHandle(fd, flags, true, -1), 0, 0
+	return ch, child.openHandle(fd, flags, true, -1, mustDropPrivs(ctx, st.Mode)), 0, 0
 }
 
 // Tmpfile (O_TMPFILE) is not offered: a nameless file could be linked
@@ -73,13 +90,20 @@ func (n *Node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryO
 }
 
 // chownToCaller gives a new file to the calling user when the server
-// runs as root (as the kernel would for a local file).
-func chownToCaller(ctx context.Context, fd int) {
+// runs as root (as the kernel would for a local file). The chown drops
+// setuid and setgid, so the bits of mode the kernel let through (it
+// strips a setgid the caller may not set) are put back.
+func chownToCaller(ctx context.Context, fd int, mode uint32) {
 	if os.Getuid() != 0 {
 		return
 	}
-	if caller, ok := fuse.FromContext(ctx); ok {
-		_ = syscall.Fchown(fd, int(caller.Uid), int(caller.Gid))
+	caller, ok := fuse.FromContext(ctx)
+	if !ok || syscall.Fchown(fd, int(caller.Uid), int(caller.Gid)) != nil {
+		return
+	}
+	var st syscall.Stat_t
+	if special := mode & (syscall.S_ISUID | syscall.S_ISGID); special != 0 && syscall.Fstat(fd, &st) == nil {
+		_ = syscall.Fchmod(fd, st.Mode&0o7777|special)
 	}
 }
 
@@ -128,15 +152,17 @@ const ioModeGrace = 20 * time.Millisecond
 
 // openHandle wraps the opened live file fd in a handle of the right mode
 // and starts or joins the node's write session. truncFrom is the size
-// before an O_TRUNC open (-1 if none).
-func (n *Node) openHandle(fd int, flags uint32, created bool, truncFrom int64) gofs.FileHandle {
+// before an O_TRUNC open (-1 if none). watch is set for a writer whose
+// writes must reach us (they drop the file's setuid bit, see
+// killpriv.go): it gets passthrough only where the inode forces it.
+func (n *Node) openHandle(fd int, flags uint32, created bool, truncFrom int64, watch bool) gofs.FileHandle {
 	writable := isWritable(flags)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	// O_TRUNC reaches Open only where the kernel truncates atomically
 	// (CAP_ATOMIC_O_TRUNC, which go-fuse does not negotiate); otherwise
 	// it sends a plain OPEN and then a SETATTR of size 0 on the handle.
-	pt := n.ioMode(writable, created || flags&syscall.O_TRUNC != 0)
+	pt := n.ioMode(writable, (created || flags&syscall.O_TRUNC != 0) && !watch)
 	if writable {
 		n.joinSession(fd, created, pt, truncFrom)
 	}

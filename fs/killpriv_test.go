@@ -1,0 +1,214 @@
+package fs
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+
+	"github.com/deltafs/deltafs/internal/testutil"
+	"golang.org/x/sys/unix"
+)
+
+// The setuid and setgid bits a write or truncation drops (killpriv.go)
+// are compared with a plain directory, where the kernel drops them.
+
+const nobody = 65534
+
+// asNobody runs op on a thread whose effective uid and gid are nobody's
+// (no effective capabilities, so no CAP_FSETID); only that thread changes
+// credentials (raw setresuid), and it ends with the goroutine.
+func asNobody(t *testing.T, op func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with us
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, ^uintptr(0), nobody, ^uintptr(0)); e != 0 {
+			done <- e
+			return
+		}
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, ^uintptr(0), nobody, ^uintptr(0)); e != 0 {
+			done <- e
+			return
+		}
+		done <- op()
+	}()
+	return <-done
+}
+
+func writeAt0(p string) error {
+	fd, err := syscall.Open(p, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	_, err = syscall.Pwrite(fd, []byte("x"), 0)
+	return err
+}
+
+func ftruncate1(p string) error {
+	fd, err := syscall.Open(p, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	return syscall.Ftruncate(fd, 1)
+}
+
+func createAndWrite(p string, created *uint32) error {
+	// setuid from the start: a chmod while a passthrough writer is open
+	// is the known gap of killpriv.go
+	fd, err := syscall.Open(p, syscall.O_CREAT|syscall.O_EXCL|syscall.O_WRONLY|syscall.O_CLOEXEC, 0o4777)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return err
+	}
+	*created = st.Mode & 0o7777
+	_, err = syscall.Pwrite(fd, []byte("x"), 0)
+	return err
+}
+
+// killprivMount mounts a live tree the way --allow-other does, so that
+// another user can reach it.
+func killprivMount(t *testing.T) (mnt, plain string) {
+	testutil.RequireFUSE(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (to act as another user)")
+	}
+	f, err := New(Config{LiveDir: t.TempDir(), Passthrough: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	opts := Options()
+	opts.AllowOther = true
+	opts.Options = append(opts.Options, "default_permissions")
+	mnt, _ = testutil.Mount(t, f.Root(), opts)
+	plain = t.TempDir()
+	for _, d := range []string{mnt, plain, filepath.Dir(mnt), filepath.Dir(plain)} {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return mnt, plain
+}
+
+func modeOf(t *testing.T, p string) os.FileMode {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return os.FileMode(st.Mode & 0o7777)
+}
+
+func TestWritesDropSetuidAsOnAPlainDirectory(t *testing.T) {
+	mnt, plain := killprivMount(t)
+	cases := []struct {
+		name   string
+		nobody bool
+		op     func(string) error
+		// holdReader keeps a read-only descriptor open across op: the
+		// inode is then in passthrough mode and the writer must be too.
+		holdReader bool
+	}{
+		{"write by nobody", true, writeAt0, false},
+		{"write by root", false, writeAt0, false},
+		{"truncate by nobody", true, func(p string) error { return syscall.Truncate(p, 1) }, false},
+		{"ftruncate by nobody", true, ftruncate1, false},
+		{"write by nobody, passthrough inode", true, writeAt0, true},
+		{"write by root, passthrough inode", false, writeAt0, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var modes []os.FileMode
+			for _, dir := range []string{plain, mnt} {
+				p := filepath.Join(dir, "f"+c.name)
+				if err := os.WriteFile(p, []byte("hello"), 0o777); err != nil {
+					t.Fatal(err)
+				}
+				if err := syscall.Chmod(p, 0o6777); err != nil {
+					t.Fatal(err)
+				}
+				if m := modeOf(t, p); m != 0o6777 {
+					t.Fatalf("chmod 6777 in %s gave %o", dir, m)
+				}
+				if c.holdReader {
+					r, err := os.Open(p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer r.Close()
+				}
+				op := func() error { return c.op(p) }
+				var err error
+				if c.nobody {
+					err = asNobody(t, op)
+				} else {
+					err = op()
+				}
+				if err != nil {
+					t.Fatalf("%s in %s: %v", c.name, dir, err)
+				}
+				modes = append(modes, modeOf(t, p))
+			}
+			if modes[0] != modes[1] {
+				t.Fatalf("mode after %s: plain directory %o, mount %o", c.name, modes[0], modes[1])
+			}
+		})
+	}
+}
+
+func TestCreatedSetuidFileDropsItOnWrite(t *testing.T) {
+	mnt, plain := killprivMount(t)
+	var modes []os.FileMode
+	var created [2]uint32
+	for i, dir := range []string{plain, mnt} {
+		p := filepath.Join(dir, "new")
+		if err := asNobody(t, func() error { return createAndWrite(p, &created[i]) }); err != nil {
+			t.Fatalf("create in %s: %v", dir, err)
+		}
+		modes = append(modes, modeOf(t, p))
+	}
+	if created[0] != created[1] || created[1]&0o4000 == 0 {
+		t.Fatalf("mode after create with 4777: plain directory %o, mount %o", created[0], created[1])
+	}
+	if modes[0] != modes[1] {
+		t.Fatalf("mode after create and write: plain directory %o, mount %o", modes[0], modes[1])
+	}
+	if modes[1]&0o4000 != 0 {
+		t.Fatalf("setuid survived a write by its unprivileged owner: %o", modes[1])
+	}
+}
+
+func TestWriteDropsFileCapability(t *testing.T) {
+	mnt, plain := killprivMount(t)
+	// VFS_CAP_REVISION_2, permitted CAP_NET_BIND_SERVICE
+	capv2 := []byte{0, 0, 0, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	for _, dir := range []string{plain, mnt} {
+		p := filepath.Join(dir, "capped")
+		if err := os.WriteFile(p, []byte("hello"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Setxattr(p, "security.capability", capv2, 0); err != nil {
+			t.Fatalf("set the capability in %s: %v", dir, err)
+		}
+		buf := make([]byte, 64)
+		if n, err := unix.Getxattr(p, "security.capability", buf); err != nil || !bytes.Equal(buf[:n], capv2) {
+			t.Fatalf("capability in %s reads %x, %v", dir, buf[:max(n, 0)], err)
+		}
+		if err := writeAt0(p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.Getxattr(p, "security.capability", buf); !errors.Is(err, unix.ENODATA) {
+			t.Fatalf("capability in %s after a write: %v, want ENODATA", dir, err)
+		}
+	}
+}
