@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // Span is the byte range [Off, Off+Len) of a file.
@@ -33,23 +34,48 @@ func EncodeWrites(baseLen, keptLen, targetLen int64, written []Span, target io.R
 	if keptLen < 0 || keptLen > baseLen || keptLen > targetLen {
 		return nil, fmt.Errorf("%w: kept length %d with base %d and target %d", ErrSpans, keptLen, baseLen, targetLen)
 	}
-	e := &encoder{out: appendHeader(make([]byte, 0, 64), CodecCopy, uint64(baseLen), uint64(targetLen))}
+	litLen, err := checkSpans(written, targetLen)
+	if err != nil {
+		return nil, err
+	}
+	// Sized once for every literal and op, so the bytes are read straight
+	// into place: no copy per span and no regrowing (a 4 KiB-random-write
+	// session of 57 MiB spent more on those than on reading).
+	e := &encoder{out: make([]byte, 0, 64+litLen+opRoom*int64(len(written)+1))}
+	e.out = appendHeader(e.out, CodecCopy, uint64(baseLen), uint64(targetLen))
 	var pos int64
 	for _, s := range written {
-		if s.Len <= 0 || s.Off < pos || s.Off > targetLen-s.Len {
-			return nil, fmt.Errorf("%w: [%d,+%d) after %d in a target of %d", ErrSpans, s.Off, s.Len, pos, targetLen)
-		}
 		e.unwritten(pos, s.Off, keptLen)
-		lit := make([]byte, s.Len)
-		if err := readFull(target, lit, s.Off); err != nil {
+		e.flushCopy()
+		e.out = binary.AppendUvarint(e.out, uint64(s.Len)<<2|opInsert)
+		at := len(e.out)
+		e.out = slices.Grow(e.out, int(s.Len))[:at+int(s.Len)]
+		if err := readFull(target, e.out[at:], s.Off); err != nil {
 			return nil, err
 		}
-		e.insert(lit)
 		pos = s.Off + s.Len
 	}
 	e.unwritten(pos, targetLen, keptLen)
 	e.flushCopy()
 	return e.out, nil
+}
+
+// opRoom is the most bytes the ops around one span take: a copy (two
+// varints) and a run (a varint and a byte) before it, its insert's varint.
+const opRoom = 5 * binary.MaxVarintLen64
+
+// checkSpans checks that written is sorted, disjoint, non-empty and within
+// targetLen, and returns its total length.
+func checkSpans(written []Span, targetLen int64) (int64, error) {
+	var pos, n int64
+	for _, s := range written {
+		if s.Len <= 0 || s.Off < pos || s.Off > targetLen-s.Len {
+			return 0, fmt.Errorf("%w: [%d,+%d) after %d in a target of %d", ErrSpans, s.Off, s.Len, pos, targetLen)
+		}
+		pos = s.Off + s.Len
+		n += s.Len
+	}
+	return n, nil
 }
 
 // unwritten emits target bytes [from, to) that no write touched: the base's
