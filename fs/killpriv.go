@@ -114,12 +114,21 @@ func (n *Node) killPrivsFd(fd int) syscall.Errno {
 
 // killPrivsBeforeWrite drops the privilege bits of the live file fd
 // before a write by the caller of ctx, as the kernel does for a local
-// file: one fstat per write, and a look at the caller's capabilities
-// only for a file that has such bits.
+// file. A file seen without such bits is not looked at again until a
+// SETATTR (attrsChanged); one with them costs an fstat and a look at the
+// caller's capabilities per write.
 func (n *Node) killPrivsBeforeWrite(ctx context.Context, fd int) syscall.Errno {
+	gen := n.attrGen.Load()
+	if n.noPrivsAt.Load() == gen+1 {
+		return 0
+	}
 	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil || !privBits(st.Mode) {
+	if err := syscall.Fstat(fd, &st); err != nil {
 		return 0 // the write itself will report a broken descriptor
+	}
+	if !privBits(st.Mode) {
+		n.noPrivsAt.Store(gen + 1) // stale at once if a SETATTR raced us
+		return 0
 	}
 	if callerHasFsetid(ctx) {
 		return 0
@@ -143,3 +152,6 @@ func (n *Node) killPrivsFlagged(in *fuse.SetAttrIn, fd int) syscall.Errno {
 	defer syscall.Close(pfd)
 	return n.killPrivsFd(pfd)
 }
+
+// attrsChanged notes a SETATTR: the mode may have gained setuid or setgid.
+func (n *Node) attrsChanged() { n.attrGen.Add(1) }

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/deltafs/deltafs/internal/testutil"
 	"golang.org/x/sys/unix"
@@ -210,5 +211,39 @@ func TestWriteDropsFileCapability(t *testing.T) {
 		if _, err := unix.Getxattr(p, "security.capability", buf); !errors.Is(err, unix.ENODATA) {
 			t.Fatalf("capability in %s after a write: %v, want ENODATA", dir, err)
 		}
+	}
+}
+
+// TestChmodAfterWritesIsSeen checks that a file seen without setuid by
+// earlier writes is looked at again after a chmod.
+func TestChmodAfterWritesIsSeen(t *testing.T) {
+	mnt, plain := killprivMount(t)
+	var modes []os.FileMode
+	for _, dir := range []string{plain, mnt} {
+		p := filepath.Join(dir, "f")
+		if err := os.WriteFile(p, []byte("hello"), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		// past the creating writer's passthrough mode (ioModeGrace), so
+		// that the writes below reach the server
+		time.Sleep(5 * ioModeGrace)
+		fd, err := syscall.Open(p, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Close(fd)
+		if _, err := syscall.Pwrite(fd, []byte("a"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Chmod(p, 0o4777); err != nil {
+			t.Fatal(err)
+		}
+		if err := asNobody(t, func() error { return writeAt0(p) }); err != nil {
+			t.Fatal(err)
+		}
+		modes = append(modes, modeOf(t, p))
+	}
+	if modes[0] != modes[1] || modes[1] != 0o777 {
+		t.Fatalf("mode after chmod 4777 and a write by nobody: plain directory %o, mount %o", modes[0], modes[1])
 	}
 }

@@ -41,6 +41,9 @@ type Node struct {
 	// closing counts writable handles closed (FLUSH) but not yet
 	// released, with no write since (see history_wait.go)
 	closing atomic.Int32
+	// attrGen counts SETATTRs; noPrivsAt is attrGen+1 when the live
+	// file was last seen with neither setuid nor setgid (killpriv.go).
+	attrGen, noPrivsAt atomic.Uint64
 }
 
 // waitRecorded waits until the recorder has recorded the changes of n

@@ -15,6 +15,7 @@ import (
 // writer's session).
 func (n *Node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	defer n.touchSelf()
+	defer n.attrsChanged()
 	sz, hasSize := in.GetSize()
 	_, isHandle := f.(fdHolder)
 	switch {
