@@ -343,8 +343,11 @@ func (s *Store) encodeDelta(base, target []byte) ([]byte, byte) {
 
 // compress returns b zstd-compressed if that is smaller, else b itself.
 func (s *Store) compress(b []byte) ([]byte, byte) {
-	if len(b) <= smallDelta {
+	switch {
+	case len(b) <= smallDelta:
 		return compressWith(s.senc, b)
+	case len(b) >= bigDelta:
+		return compressFrames(b)
 	}
 	return compressWith(s.enc, b)
 }

@@ -180,3 +180,50 @@ func TestPutDeltaOnlyBitFlip(t *testing.T) {
 		flipByte(t, filepath.Join(dir, "segments", segName(e.Seg)), int64(e.Off+at), 0x10) // undo
 	}
 }
+
+// TestPutDeltaOnlyBig: a delta of at least bigDelta bytes (many scattered
+// writes of text) is compressed as concatenated zstd frames on every core
+// and reads back identical through the ordinary zstd reader.
+func TestPutDeltaOnlyBig(t *testing.T) {
+	s, _ := openNew(t, Config{})
+	r := rand.New(rand.NewPCG(3, 4))
+	f := mustNewFile(t, s, "big")
+	text := genText(r, 64<<20)
+	prev := mustPut(t, s, PutRequest{File: f, Data: text}).ID()
+	next, src := bytes.Clone(text), genText(r, 1<<20)
+	var spans []delta.Span
+	for off := int64(0); off+4096 <= int64(len(next)); off += 4 * 4096 { // a quarter of the file
+		at := r.IntN(len(src) - 4096)
+		copy(next[off:off+4096], src[at:at+4096])
+		spans = append(spans, delta.Span{Off: off, Len: 4096})
+	}
+	d, err := delta.EncodeWrites(int64(len(text)), int64(len(text)), int64(len(next)), spans, bytes.NewReader(next))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d) < 2*bigDelta {
+		t.Fatalf("delta of %d bytes: want several chunks of %d", len(d), chunkSize)
+	}
+	e := mustPut(t, s, deltaOnly(f, prev, d, len(next)))
+	if e.Flags.RecordFlags()&recFlagZstd == 0 || int(e.Stored) > len(d)*3/4 {
+		t.Fatalf("a %d-byte delta of text stored in %d bytes, flags %#x: want zstd", len(d), e.Stored, e.Flags)
+	}
+	if got := mustGet(t, s, e.ID()); !bytes.Equal(got, next) {
+		t.Fatalf("reads back %d different bytes", len(got))
+	}
+	verifyClean(t, s)
+}
+
+// TestCompressFramesIsOneStream: the frames decode as one payload.
+func TestCompressFramesIsOneStream(t *testing.T) {
+	s, _ := openNew(t, Config{})
+	b := genText(rand.New(rand.NewPCG(5, 6)), bigDelta+chunkSize/2)
+	z, flags := compressFrames(b)
+	if flags != recFlagZstd || len(z) >= len(b) {
+		t.Fatalf("%d bytes of text compressed to %d, flags %#x", len(b), len(z), flags)
+	}
+	got, err := s.dec.DecodeAll(z, nil)
+	if err != nil || !bytes.Equal(got, b) {
+		t.Fatalf("decoded %d bytes (want %d), %v", len(got), len(b), err)
+	}
+}
