@@ -44,7 +44,7 @@ type RevInfo struct {
 var flagNames = []struct {
 	f    index.Flags
 	name string
-}{{index.FlagZstd, "zstd"}, {index.FlagDelta, "delta"}, {index.FlagHashDeferred, "hash_deferred"}}
+}{{index.FlagZstd, "zstd"}, {index.FlagDelta, "delta"}, {index.FlagChunked, "chunked"}, {index.FlagHashDeferred, "hash_deferred"}}
 
 func infoOfRev(r objstore.Revision) RevInfo {
 	i := RevInfo{
