@@ -26,8 +26,8 @@
 //
 // Read-only opens use FUSE passthrough: the kernel reads the live file
 // itself, at close to native speed. So does the writable open of Create
-// (and of O_TRUNC, where the kernel passes it to OPEN: with go-fuse's
-// capabilities it does not, and truncates by SETATTR after a plain open):
+// and of an open with O_TRUNC (the mount asks for CAP_ATOMIC_O_TRUNC, so
+// the flag reaches Open instead of a SETATTR after a plain open):
 // the change of a file started over is recorded whole anyway (no
 // previous revision, or one diffed against the new text, see package
 // mount), so its written ranges are worth nothing and its writes need

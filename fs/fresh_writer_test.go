@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testutil"
@@ -13,10 +14,11 @@ import (
 // TestFreshWritersUsePassthrough: a created file's writer uses
 // passthrough (the change is Whole, journaled before the open returns);
 // a reader and a second writer may open meanwhile; fsync and close
-// report the change; an O_TRUNC rewrite is reported from a Kept of 0
-// (go-fuse does not negotiate atomic O_TRUNC, so the kernel truncates
-// after a plain OPEN, which keeps the cached mode); an in-place writer
-// opened later, with no passthrough handle left, is back to ranges.
+// report the change; an O_TRUNC rewrite (the mount negotiates atomic
+// O_TRUNC, so Open sees the flag) uses passthrough too and is reported
+// Whole from a Kept of 0; an O_RDONLY|O_TRUNC open truncates and reports
+// it; an in-place writer opened later, with no passthrough handle left,
+// is back to ranges.
 func TestFreshWritersUsePassthrough(t *testing.T) {
 	if os.Getenv("NOPT") != "" || os.Geteuid() != 0 {
 		t.Skip("passthrough off, or not root")
@@ -76,13 +78,33 @@ func TestFreshWritersUsePassthrough(t *testing.T) {
 	writeAt(t, w, 0, []byte("short"))
 	w.Close()
 	c = m.waitChanges(t, 1)[0]
-	want = fs.Change{Path: "a", ID: c.ID, Ino: c.Ino, Size: 5, Dirty: []fs.Range{{0, 5}}}
-	if c.Whole {
-		want.Dirty, want.Whole = nil, true
-	}
+	want = fs.Change{Path: "a", ID: c.ID, Ino: c.Ino, Size: 5, Whole: true}
 	if !reflect.DeepEqual(c, want) {
-		t.Fatalf("O_TRUNC rewrite: %+v, want %+v", c, want)
+		t.Fatalf("O_TRUNC rewrite: %+v, want %+v (passthrough)", c, want)
 	}
+
+	// Linux truncates on O_RDONLY|O_TRUNC too; no writer, so it is
+	// reported as a truncate(2) is (after passthrough's grace).
+	time.Sleep(50 * time.Millisecond)
+	m.rec.takeLog()
+	r, err = os.OpenFile(p, os.O_RDONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if st, err := os.Stat(p); err != nil || st.Size() != 0 {
+		t.Fatalf("after O_RDONLY|O_TRUNC: %v, %v", st, err)
+	}
+	c = m.waitChanges(t, 1)[0]
+	want = fs.Change{Path: "a", ID: c.ID, Ino: c.Ino, Size: 0}
+	if l := m.rec.takeLog(); !reflect.DeepEqual(c, want) || len(l) == 0 || l[0] != "dirtied" {
+		t.Fatalf("O_RDONLY|O_TRUNC: %+v %v, want %+v, Dirtied first", c, l, want)
+	}
+	if err := os.WriteFile(p, []byte("short"), 0); err != nil {
+		t.Fatal(err)
+	}
+	m.waitChanges(t, 1)
+	time.Sleep(50 * time.Millisecond) // passthrough's grace (ioModeGrace)
 
 	w, err = os.OpenFile(p, os.O_RDWR, 0) // no passthrough handle left
 	if err != nil {

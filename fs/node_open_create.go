@@ -25,27 +25,39 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		}
 	}
 	p := n.livePath()
+	if flags&syscall.O_TRUNC != 0 && !isWritable(flags) {
+		flags &^= syscall.O_TRUNC
+		if errno := n.truncateReadOnlyOpen(ctx, p); errno != 0 {
+			return nil, 0, errno
+		}
+	}
 	truncFrom := int64(-1)
 	if flags&syscall.O_TRUNC != 0 && isWritable(flags) {
 		var st syscall.Stat_t
 		if syscall.Lstat(p, &st) == nil {
 			truncFrom = st.Size
 		}
-		if truncFrom > 0 {
-			n.dirtyingPath()
-		}
 	}
-	fd, err := n.fsys.openLive(rel, int(flags), 0)
+	fd, err := n.fsys.openLive(rel, int(flags&^syscall.O_TRUNC), 0)
 	if err != nil {
 		return nil, 0, n.fsys.errno("open", err)
 	}
 	watch := isWritable(flags) && n.writesDropPrivs(ctx, fd)
 	fh := n.openHandle(fd, flags, false, truncFrom, watch)
-	if _, pt := fh.(*passthroughHandle); pt && watch {
+	_, pt := fh.(*passthroughHandle)
+	truncate := truncFrom != 0 && flags&syscall.O_TRUNC != 0
+	if truncate {
+		if errno := n.truncateOpened(ctx, fd); errno != 0 {
+			fh.(gofs.FileReleaser).Release(ctx)
+			return nil, 0, errno
+		}
+	}
+	if pt && watch || truncate && watch {
 		// The inode is in passthrough mode: its writes will not reach
-		// us, so the bits go now (see killpriv.go).
+		// us, so the bits go now; and a truncation drops them as a
+		// write does (see killpriv.go).
 		if errno := n.killPrivsFd(fd); errno != 0 {
-			fh.(*passthroughHandle).Release(ctx)
+			fh.(gofs.FileReleaser).Release(ctx)
 			return nil, 0, errno
 		}
 	}
@@ -57,6 +69,48 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 func (n *Node) writesDropPrivs(ctx context.Context, fd int) bool {
 	var st syscall.Stat_t
 	return syscall.Fstat(fd, &st) == nil && mustDropPrivs(ctx, st.Mode)
+}
+
+// truncateOpened truncates the file of an O_TRUNC open, once its handle
+// has joined the write session. Not in open(2) itself: the previous
+// writer's RELEASE, which reports its change, is asynchronous and may
+// arrive after waitRecorded and before the session is joined; then the
+// recorder reads that change from the live file, so the truncation waits
+// until it has (once the session is joined, a late RELEASE merges into
+// it instead of reporting). The session is journaled (Dirtied) first.
+func (n *Node) truncateOpened(ctx context.Context, fd int) syscall.Errno {
+	if errno := n.waitRecorded(ctx); errno != 0 {
+		return errno
+	}
+	n.mu.Lock()
+	if n.sess != nil { // joined by openHandle
+		n.dirtyingLocked() // journaled before the live file changes
+	}
+	n.mu.Unlock()
+	if err := syscall.Ftruncate(fd, 0); err != nil {
+		return n.fsys.errno("open", err)
+	}
+	return 0
+}
+
+// truncateReadOnlyOpen truncates the file of an O_RDONLY|O_TRUNC open
+// (Linux truncates then, with CAP_ATOMIC_O_TRUNC by our hand): a
+// read-only handle starts no write session, so the truncation is
+// reported as a truncate(2) by path is.
+func (n *Node) truncateReadOnlyOpen(ctx context.Context, p string) syscall.Errno {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil || st.Size == 0 {
+		return 0 // the open reports a missing file
+	}
+	if errno := n.waitRecorded(ctx); errno != 0 {
+		return errno
+	}
+	n.dirtyingPath()
+	if err := syscall.Truncate(p, 0); err != nil {
+		return n.fsys.errno("open", err)
+	}
+	n.truncatedByPath(st.Size, 0)
+	return 0
 }
 
 // Create creates and opens a live file.
@@ -159,9 +213,9 @@ func (n *Node) openHandle(fd int, flags uint32, created bool, truncFrom int64, w
 	writable := isWritable(flags)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	// O_TRUNC reaches Open only where the kernel truncates atomically
-	// (CAP_ATOMIC_O_TRUNC, which go-fuse does not negotiate); otherwise
-	// it sends a plain OPEN and then a SETATTR of size 0 on the handle.
+	// O_TRUNC reaches Open because Options asks for CAP_ATOMIC_O_TRUNC;
+	// a kernel without it sends a plain OPEN and then a SETATTR of size 0
+	// on the handle, which keeps the cached mode.
 	pt := n.ioMode(writable, (created || flags&syscall.O_TRUNC != 0) && !watch)
 	if writable {
 		n.joinSession(fd, created, pt, truncFrom)

@@ -40,11 +40,17 @@ func Options() *gofs.Options {
 	t := cacheTimeout
 	return &gofs.Options{
 		MountOptions: fuse.MountOptions{
-			FsName:            "deltafs",
-			Name:              "deltafs",
-			EnableLocks:       true,
-			MaxWrite:          maxWrite,
-			ExtraCapabilities: killprivV2,
+			FsName:      "deltafs",
+			Name:        "deltafs",
+			EnableLocks: true,
+			MaxWrite:    maxWrite,
+			// With CAP_ATOMIC_O_TRUNC an open with O_TRUNC reaches Open
+			// with the flag (go-fuse does not ask for it by default, and
+			// then the kernel sends a plain OPEN and a SETATTR of size 0):
+			// Open knows the file is written afresh and gives the writer a
+			// passthrough handle (see ioMode). M6, 600 O_TRUNC rewrites of
+			// 8 MiB, sent every written byte through the server before.
+			ExtraCapabilities: killprivV2 | fuse.CAP_ATOMIC_O_TRUNC,
 		},
 		EntryTimeout:    &t,
 		AttrTimeout:     &t,
