@@ -46,16 +46,20 @@ type Node struct {
 	attrGen, noPrivsAt atomic.Uint64
 }
 
-// waitRecorded waits until the recorder has recorded the changes of n
-// reported so far, so that a writer about to change the file again does
-// not change it under a recording that reads the live file. Only this
-// one file waits, and only while its previous change is in the queue.
+// waitRecorded waits until the recorder has read (ReadWaiter) or else
+// recorded the changes of n reported so far, so that a writer about to
+// change the file again does not change it under a recording that reads
+// the live file. Only this one file waits, and only while its previous
+// change is in the queue.
 func (n *Node) waitRecorded(ctx context.Context) syscall.Errno {
 	n.mu.Lock()
 	id := n.reported
 	n.mu.Unlock()
 	if id.IsZero() {
 		return 0
+	}
+	if rw, ok := n.fsys.rec.(ReadWaiter); ok {
+		return n.fsys.errno("wait for recording", rw.WaitRead(ctx, id))
 	}
 	return n.fsys.errno("wait for recording", n.fsys.rec.Wait(ctx, id))
 }

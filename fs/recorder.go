@@ -145,6 +145,16 @@ type Recorder interface {
 	Wait(ctx context.Context, id FileID) error
 }
 
+// ReadWaiter is implemented by a Recorder that can tell when it has read
+// a change's content from the live file before it has recorded it.
+// A writer about to change a file again (a writable open, a truncate by
+// path) waits with WaitRead instead of Wait when the Recorder offers it:
+// it must not change the live file under a recording that still reads
+// it, but need not wait for the revision to be stored and committed.
+type ReadWaiter interface {
+	WaitRead(ctx context.Context, id FileID) error
+}
+
 // NopRecorder records nothing. It serves a mount that keeps no history
 // (and the posix tests of the live tree alone).
 type NopRecorder struct{}

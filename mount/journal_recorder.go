@@ -13,7 +13,10 @@ type journaled struct {
 	j *journal
 }
 
-var _ fs.Recorder = journaled{}
+var (
+	_ fs.Recorder   = journaled{}
+	_ fs.ReadWaiter = journaled{}
+)
 
 // Dirtied journals id before its live file changes.
 func (r journaled) Dirtied(id fs.FileID, path string) {
@@ -66,6 +69,7 @@ func (r *Recorder) queueRedo(rd *redo) {
 	defer r.mu.Unlock()
 	r.push(Event{redo: rd})
 	r.seq[rd.id] = r.enq
+	delete(r.reads, rd.id) // WaitRead waits for the redo to finish
 }
 
 // journalSink tells the journal which changes are recorded, and runs the

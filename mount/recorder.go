@@ -23,6 +23,25 @@ type Event struct {
 	Continues fs.FileID
 
 	redo *redo // a pending file of the journal to redo (journal_redo.go)
+	// read is signalled once the sink has read what it records of the
+	// change from the live file (see Recorder.WaitRead); nil for other
+	// events.
+	read *readSignal
+}
+
+// readSignal is closed once, by the sink when it has read a change's
+// live content (readDone); nil-safe.
+type readSignal struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func newReadSignal() *readSignal { return &readSignal{ch: make(chan struct{})} }
+
+func (s *readSignal) readDone() {
+	if s != nil {
+		s.once.Do(func() { close(s.ch) })
+	}
 }
 
 // Sink records events, one at a time, in the order they happened. It
@@ -52,12 +71,13 @@ type Recorder struct {
 	mu      sync.Mutex
 	queue   []Event
 	held    map[fs.FileID]*heldChange
-	last    map[fs.FileID]time.Time // when a file's last change was queued
-	seq     map[fs.FileID]uint64    // queue position of a file's last change
-	bound   map[fs.FileID]uint64    // queue position of the last rename of a file over another
-	reports uint64                  // Changed calls so far
-	enq     uint64                  // events queued so far
-	done    uint64                  // events the sink finished
+	last    map[fs.FileID]time.Time   // when a file's last change was queued
+	seq     map[fs.FileID]uint64      // queue position of a file's last change
+	reads   map[fs.FileID]*readSignal // read signal of the event at seq, if a change
+	bound   map[fs.FileID]uint64      // queue position of the last rename of a file over another
+	reports uint64                    // Changed calls so far
+	enq     uint64                    // events queued so far
+	done    uint64                    // events the sink finished
 	waiters []waiter
 	closed  bool
 	wake    chan struct{}
@@ -82,7 +102,8 @@ func NewRecorder(sink Sink, interval time.Duration, log *slog.Logger) *Recorder 
 	r := &Recorder{
 		sink: sink, log: log, interval: interval,
 		held: map[fs.FileID]*heldChange{}, last: map[fs.FileID]time.Time{}, seq: map[fs.FileID]uint64{}, bound: map[fs.FileID]uint64{},
-		wake: make(chan struct{}, 1), exited: make(chan struct{}),
+		reads: map[fs.FileID]*readSignal{},
+		wake:  make(chan struct{}, 1), exited: make(chan struct{}),
 	}
 	go r.run()
 	return r
@@ -133,8 +154,14 @@ func (r *Recorder) Changed(c fs.Change) {
 		return
 	}
 	r.last[k] = now
-	r.push(Event{Change: &c, Continues: cont})
-	r.seq[k] = r.enq
+	r.pushChange(k, Event{Change: &c, Continues: cont})
+}
+
+// pushChange queues the change ev of file k, with r.mu held.
+func (r *Recorder) pushChange(k fs.FileID, ev Event) {
+	ev.read = newReadSignal()
+	r.push(ev)
+	r.seq[k], r.reads[k] = r.enq, ev.read
 }
 
 // release queues the held change of k, if still held.
@@ -152,8 +179,7 @@ func (r *Recorder) releaseLocked(k fs.FileID) {
 	h.timer.Stop()
 	delete(r.held, k)
 	r.last[k] = time.Now()
-	r.push(Event{Change: &h.c, Continues: h.continues})
-	r.seq[k] = r.enq
+	r.pushChange(k, Event{Change: &h.c, Continues: h.continues})
 }
 
 // Renamed queues r; a held new file renamed over another file continues
@@ -214,6 +240,35 @@ func (r *Recorder) Wait(ctx context.Context, id fs.FileID) error {
 	target := r.seq[id]
 	r.mu.Unlock()
 	return r.waitFor(ctx, target)
+}
+
+// WaitRead is Wait for a writer about to change file id again (its
+// writable open, a truncate): it returns as soon as the sink has read
+// from the live file what it records of the changes queued so far, so
+// the writer's next revision is written while the previous one is put
+// and committed (M6: an O_TRUNC rewrite per revision waited for the
+// whole recording, commit included, before).
+func (r *Recorder) WaitRead(ctx context.Context, id fs.FileID) error {
+	r.mu.Lock()
+	target, sig := r.seq[id], r.reads[id]
+	if r.done >= target {
+		r.mu.Unlock()
+		return nil
+	}
+	w := waiter{seq: target, ch: make(chan struct{})}
+	r.waiters = append(r.waiters, w)
+	r.mu.Unlock()
+	var read chan struct{}
+	if sig != nil {
+		read = sig.ch
+	}
+	select {
+	case <-w.ch:
+	case <-read:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // Flush releases the held change of file id, if any, and returns when

@@ -193,3 +193,48 @@ func TestRecorderFlushReleasesOneFile(t *testing.T) {
 		t.Fatalf("after Flush(b): %+v, want b's held fsync recorded", got)
 	}
 }
+
+// readGateSink signals that it has read each change, then blocks until
+// released: a put still running after its read.
+type readGateSink struct {
+	release chan struct{}
+}
+
+func (s *readGateSink) Record(_ context.Context, ev Event) error {
+	ev.read.readDone()
+	<-s.release
+	if ev.Change != nil {
+		ev.Change.Close()
+	}
+	return nil
+}
+
+// TestRecorderWaitRead: WaitRead returns once the sink has read the
+// file's change, while Wait (fsync) still waits for it to be recorded; a
+// file with nothing queued does not wait.
+func TestRecorderWaitRead(t *testing.T) {
+	sink := &readGateSink{release: make(chan struct{})}
+	r := NewRecorder(sink, time.Hour, quiet())
+	id := fs.NewFileID()
+	r.Changed(fs.Change{ID: id, Size: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.WaitRead(ctx, id); err != nil {
+		t.Fatalf("WaitRead: %v", err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancelShort()
+	if err := r.Wait(short, id); err == nil {
+		t.Fatal("Wait returned before the change was recorded")
+	}
+	if err := r.WaitRead(ctx, fs.NewFileID()); err != nil {
+		t.Fatalf("WaitRead of a file with nothing queued: %v", err)
+	}
+	close(sink.release)
+	if err := r.Wait(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -125,7 +125,7 @@ func (s *storeSink) Record(ctx context.Context, ev Event) error {
 	switch {
 	case ev.Change != nil:
 		defer ev.Change.Close()
-		return s.change(ctx, ev.Change, ev.Continues)
+		return s.change(ctx, ev.Change, ev.Continues, ev.read)
 	case ev.Rename != nil && !ev.Rename.Replaced.IsZero() && !ev.Rename.ID.IsZero() && !ev.Rename.Exchange:
 		// A file with no history yet (never recorded) that replaces
 		// another carries on the replaced file's history; a file with
@@ -143,11 +143,13 @@ func (s *storeSink) Record(ctx context.Context, ev Event) error {
 // change stores the live content of c as the next revision of its file:
 // from the written ranges alone when they describe the change from the
 // previous revision, else from the whole live file.
-func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileID) error {
+func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileID, read *readSignal) error {
+	defer read.readDone()
 	j, err := s.stage(c, continues)
 	if err != nil {
 		return err
 	}
+	j.read = read
 	s.open(j)
 	s.bindNew([]*job{j})
 	s.put(ctx, j)
@@ -174,8 +176,9 @@ type job struct {
 	err   error
 	gone  bool // the live file was removed before it could be opened
 
-	restoring bool     // the change restores revision p2: a fulltext put
-	live      *os.File // the live file, reopened by open
+	restoring bool        // the change restores revision p2: a fulltext put
+	live      *os.File    // the live file, reopened by open
+	read      *readSignal // signalled once put no longer reads the live file
 }
 
 // stage prepares the recording of c; a change that continues another
@@ -270,6 +273,11 @@ func (s *storeSink) put(ctx context.Context, j *job) {
 		return
 	}
 	data, err := readContent(live, c.Size)
+	// The text is in memory: a writer may change the live file while it
+	// is put. (A change recorded from its ranges signals only once it is
+	// stored, in finish: if the store refuses the delta, the whole live
+	// file is read after all.)
+	j.read.readDone()
 	if err != nil {
 		j.err = fmt.Errorf("%s: read live file: %w", c.Path, err)
 		return
@@ -284,6 +292,7 @@ func (s *storeSink) put(ctx context.Context, j *job) {
 
 // finish takes j's results into the sink's maps.
 func (s *storeSink) finish(j *job) error {
+	j.read.readDone()
 	if j.err != nil || j.gone {
 		return j.err
 	}

@@ -109,7 +109,9 @@ func (s *storeSink) stageWindow(evs []Event) (jobs []*job, errs []error) {
 		j, err := s.stage(c, ev.Continues)
 		if err != nil { // not recordable: reported, and the change is done
 			c.Close()
+			ev.read.readDone()
 		} else {
+			j.read = ev.read
 			files[j.fid], keys[k] = j.fid != 0, true
 			bytes += c.Size
 		}

@@ -115,3 +115,50 @@ func textBytes(seed uint64, n int) []byte {
 	}
 	return out[:n]
 }
+
+// TestBackToBackRewrites: O_TRUNC rewrites in a tight loop (M6's
+// pattern) wait at each open only until the previous change is read
+// (Recorder.WaitRead), not until it is stored, and each truncation waits
+// for a change reported by a late RELEASE: every revision reads back as
+// one of the rewrites, in order, ending with the last. (The kernel sends
+// RELEASE after close returns: a rewrite whose open comes first joins
+// the previous writer's session, so two rewrites may make one revision.)
+func TestBackToBackRewrites(t *testing.T) {
+	const size = 1 << 20
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	p := filepath.Join(l.mnt, "text")
+	want := [][]byte{textBytes(2, size)}
+	if err := os.WriteFile(p, want[0], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.recorded(t, 1) // past the new file's grace
+	r := rand.New(rand.NewPCG(3, 3))
+	for i := range 40 {
+		next := bytes.Clone(want[len(want)-1])
+		copy(next[r.IntN(size-16):], fmt.Sprintf("<edit %03d>", i))
+		if err := os.WriteFile(p, next, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, next)
+	}
+	l.stop(t)
+	st, revs := revisions(t, store)
+	k := 0
+	for i, e := range revs[1] {
+		got, err := st.Get(context.Background(), e.ID())
+		if err != nil {
+			t.Fatalf("revision %d: %v", i, err)
+		}
+		for k < len(want) && !bytes.Equal(got, want[k]) {
+			k++
+		}
+		if k == len(want) {
+			t.Fatalf("revision %d (%d bytes) is none of the rewrites after the previous revision's", i, len(got))
+		}
+	}
+	if k != len(want)-1 {
+		t.Fatalf("the last revision is rewrite %d, want the last, %d", k, len(want)-1)
+	}
+	t.Logf("%d revisions of %d rewrites", len(revs[1]), len(want))
+}
