@@ -63,7 +63,11 @@
 // a new file's first revision is held briefly so that an editor's
 // atomic save (write a temp file, rename it over the original) continues
 // the original's history as a small delta. Sync, and so unmount, waits
-// for all of it.
+// for all of it. A writer that reopens a file (or truncates it) while
+// its previous change is queued waits only until the sink has read that
+// change from the live file (Recorder.WaitRead), not until it is stored:
+// a file rewritten in a loop is written while its previous revision is
+// put and committed.
 //
 // The dirty ranges of a Change become a copy/insert delta against the
 // file's previous revision (delta.EncodeWrites, reading only the written

@@ -42,6 +42,11 @@
 // PutNoWait returns before the commit, with the function that waits for
 // it, so that a writer overlaps its next work with the disk.
 //
+// Big fulltexts (bigFull, 32 MiB, and more) are stored chunked
+// (chunked.go, format 2): chunks of 4 MiB encoded independently with S2
+// on every core, raw where they do not compress, and decoded straight
+// into the text on read; smaller fulltexts are one zstd frame.
+//
 // Costs: a put deltas against its parents' fulltexts; the newest fulltext
 // of recently written files is kept (Config.LatestBytes), so revision n+1
 // deltas against n without a rebuild, and delta.Encode's head/tail trimming
