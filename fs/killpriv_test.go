@@ -50,6 +50,16 @@ func writeAt0(p string) error {
 	return err
 }
 
+// openTrunc opens p with O_TRUNC (atomic O_TRUNC: the mount truncates
+// at open) and closes it unwritten.
+func openTrunc(p string) error {
+	fd, err := syscall.Open(p, syscall.O_WRONLY|syscall.O_TRUNC|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	return syscall.Close(fd)
+}
+
 func ftruncate1(p string) error {
 	fd, err := syscall.Open(p, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -124,6 +134,9 @@ func TestWritesDropSetuidAsOnAPlainDirectory(t *testing.T) {
 		{"write by root", false, writeAt0, false},
 		{"truncate by nobody", true, func(p string) error { return syscall.Truncate(p, 1) }, false},
 		{"ftruncate by nobody", true, ftruncate1, false},
+		{"O_TRUNC open by nobody", true, openTrunc, false},
+		{"O_TRUNC open by root", false, openTrunc, false},
+		{"O_TRUNC open by nobody, passthrough inode", true, openTrunc, true},
 		{"write by nobody, passthrough inode", true, writeAt0, true},
 		{"write by root, passthrough inode", false, writeAt0, true},
 	}
