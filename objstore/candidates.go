@@ -92,13 +92,14 @@ func (s *Store) appendEntry(e *index.Entry, flags byte, payload []byte) error {
 			return err
 		}
 	}
-	rec := appendRecord(nil, recHeader{Flags: flags, ID: e.ID(), TextLen: e.Size}, payload)
-	seg, off, err := s.segs.append(rec)
+	head, tail := recordParts(recHeader{Flags: flags, ID: e.ID(), TextLen: e.Size}, payload)
+	seg, off, err := s.segs.append(head, payload, tail)
 	if err != nil {
 		return err
 	}
-	e.Seg, e.Off, e.Stored, e.Flags = seg, off, uint32(len(rec)), index.Flags(flags)
-	e.ChainBytes += uint64(len(rec))
+	n := len(head) + len(payload) + len(tail)
+	e.Seg, e.Off, e.Stored, e.Flags = seg, off, uint32(n), index.Flags(flags)
+	e.ChainBytes += uint64(n)
 	return nil
 }
 

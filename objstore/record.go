@@ -61,15 +61,25 @@ func (h *recHeader) chunked() bool { return h.Flags&recFlagChunked != 0 }
 
 // appendRecord appends the full record for h and payload to dst.
 func appendRecord(dst []byte, h recHeader, payload []byte) []byte {
-	start := len(dst)
-	dst = append(dst, recMagic...)
-	dst = append(dst, recVersion, h.Flags, 0, 0)
-	dst = binary.BigEndian.AppendUint64(dst, uint64(h.ID.File))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(h.ID.Rev))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(payload)))
-	dst = binary.BigEndian.AppendUint64(dst, h.TextLen)
-	dst = append(dst, payload...)
-	return binary.BigEndian.AppendUint64(dst, xxhash.Sum64(dst[start:]))
+	head, tail := recordParts(h, payload)
+	return append(append(append(dst, head...), payload...), tail...)
+}
+
+// recordParts returns the header and the trailer (checksum) of the record
+// for h and payload: written around the payload, without copying it (a
+// big fulltext's payload is hundreds of MiB).
+func recordParts(h recHeader, payload []byte) (head, tail []byte) {
+	head = make([]byte, 0, recHeaderLen)
+	head = append(head, recMagic...)
+	head = append(head, recVersion, h.Flags, 0, 0)
+	head = binary.BigEndian.AppendUint64(head, uint64(h.ID.File))
+	head = binary.BigEndian.AppendUint32(head, uint32(h.ID.Rev))
+	head = binary.BigEndian.AppendUint32(head, uint32(len(payload)))
+	head = binary.BigEndian.AppendUint64(head, h.TextLen)
+	d := xxhash.New()
+	d.Write(head)
+	d.Write(payload)
+	return head, binary.BigEndian.AppendUint64(nil, d.Sum64())
 }
 
 // parseHeader decodes a record header, without the checksum.

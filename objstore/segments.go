@@ -81,10 +81,15 @@ func (s *segments) file(n uint32, create bool) (*os.File, error) {
 	return f, nil
 }
 
-// append writes rec at the end of the current segment, rolling first if it
-// would grow past maxSize. Not synced: see sync.
-func (s *segments) append(rec []byte) (seg uint32, off uint64, err error) {
-	if s.curSize > 0 && s.curSize+int64(len(rec)) > s.maxSize {
+// append writes the parts of a record, one after another, at the end of
+// the current segment, rolling first if it would grow past maxSize. Not
+// synced: see sync.
+func (s *segments) append(parts ...[]byte) (seg uint32, off uint64, err error) {
+	var n int64
+	for _, p := range parts {
+		n += int64(len(p))
+	}
+	if s.curSize > 0 && s.curSize+n > s.maxSize {
 		s.cur, s.curSize = s.cur+1, 0
 	}
 	fresh := s.curSize == 0
@@ -99,11 +104,15 @@ func (s *segments) append(rec []byte) (seg uint32, off uint64, err error) {
 			return 0, 0, fmt.Errorf("objstore: sync segment dir: %w", err)
 		}
 	}
-	if _, err := f.WriteAt(rec, s.curSize); err != nil {
-		return 0, 0, fmt.Errorf("objstore: write segment %d at %d: %w", s.cur, s.curSize, err)
+	at := s.curSize
+	for _, p := range parts {
+		if _, err := f.WriteAt(p, at); err != nil {
+			return 0, 0, fmt.Errorf("objstore: write segment %d at %d: %w", s.cur, at, err)
+		}
+		at += int64(len(p))
 	}
 	seg, off = s.cur, uint64(s.curSize)
-	s.curSize += int64(len(rec))
+	s.curSize += n
 	s.dirty[s.cur] = true
 	return seg, off, nil
 }
