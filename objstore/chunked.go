@@ -112,43 +112,71 @@ func eachChunk(n int, fn func(i int)) {
 
 var errChunked = errors.New("bad chunked fulltext")
 
-// chunkSpan is where one chunk lies in the payload and in the text.
+// chunkSpan is where one chunk lies in the payload and in the text;
+// stored is filled in by whoever holds the payload's bytes.
 type chunkSpan struct {
 	codec          byte
+	at, n          uint64 // stored bytes: offset in the payload, length
 	stored         []byte
 	textOff, textN int
 }
 
-// parseChunked checks a chunked payload's table against the text length
-// and returns its chunks.
-func parseChunked(p []byte, textLen uint64) ([]chunkSpan, error) {
-	if len(p) < chunkHeaderLen {
-		return nil, fmt.Errorf("%w: %d bytes", errChunked, len(p))
+// chunkTableLen returns the length of the table of payload p's header
+// (its first chunkHeaderLen bytes), or an error if that cannot fit in
+// payloadLen bytes.
+func chunkTableLen(p []byte, payloadLen uint64) (uint64, error) {
+	if len(p) < chunkHeaderLen || payloadLen < chunkHeaderLen {
+		return 0, fmt.Errorf("%w: %d bytes", errChunked, payloadLen)
 	}
-	size := uint64(binary.BigEndian.Uint32(p))
 	n := uint64(binary.BigEndian.Uint32(p[4:]))
+	if table := chunkHeaderLen + chunkEntryLen*n; table <= payloadLen {
+		return table, nil
+	}
+	return 0, fmt.Errorf("%w: table of %d chunks in %d bytes", errChunked, n, payloadLen)
+}
+
+// parseChunkTable checks a chunked payload's table (its first
+// chunkTableLen bytes) against the payload and text lengths and returns
+// where its chunks lie.
+func parseChunkTable(table []byte, payloadLen, textLen uint64) ([]chunkSpan, error) {
+	tl, err := chunkTableLen(table, payloadLen)
+	if err != nil {
+		return nil, err
+	}
+	if uint64(len(table)) < tl {
+		return nil, fmt.Errorf("%w: table cut short", errChunked)
+	}
+	size := uint64(binary.BigEndian.Uint32(table))
+	n := uint64(binary.BigEndian.Uint32(table[4:]))
 	if size < minChunkSize || n != (textLen+size-1)/size {
 		return nil, fmt.Errorf("%w: %d chunks of %d bytes for a text of %d", errChunked, n, size, textLen)
 	}
-	table := chunkHeaderLen + chunkEntryLen*n
-	if table > uint64(len(p)) {
-		return nil, fmt.Errorf("%w: table of %d chunks in %d bytes", errChunked, n, len(p))
-	}
 	spans := make([]chunkSpan, n)
-	at := table
+	at := tl
 	for i := range spans {
-		e := p[chunkHeaderLen+chunkEntryLen*uint64(i):]
+		e := table[chunkHeaderLen+chunkEntryLen*uint64(i):]
 		stored := uint64(binary.BigEndian.Uint32(e[1:]))
 		textOff := uint64(i) * size
-		c := chunkSpan{codec: e[0], textOff: int(textOff), textN: int(min(size, textLen-textOff))}
-		if c.codec > chunkZstd || stored > uint64(len(p))-at || c.codec == chunkRaw && stored != uint64(c.textN) {
+		c := chunkSpan{codec: e[0], at: at, n: stored, textOff: int(textOff), textN: int(min(size, textLen-textOff))}
+		if c.codec > chunkZstd || stored > payloadLen-at || c.codec == chunkRaw && stored != uint64(c.textN) {
 			return nil, fmt.Errorf("%w: chunk %d (codec %d, %d bytes)", errChunked, i, c.codec, stored)
 		}
-		c.stored, at = p[at:at+stored], at+stored
-		spans[i] = c
+		spans[i], at = c, at+stored
 	}
-	if at != uint64(len(p)) {
-		return nil, fmt.Errorf("%w: %d bytes after the last chunk", errChunked, uint64(len(p))-at)
+	if at != payloadLen {
+		return nil, fmt.Errorf("%w: %d bytes after the last chunk", errChunked, payloadLen-at)
+	}
+	return spans, nil
+}
+
+// parseChunked parses a whole chunked payload held in memory.
+func parseChunked(p []byte, textLen uint64) ([]chunkSpan, error) {
+	spans, err := parseChunkTable(p, uint64(len(p)), textLen)
+	if err != nil {
+		return nil, err
+	}
+	for i := range spans {
+		spans[i].stored = p[spans[i].at : spans[i].at+spans[i].n]
 	}
 	return spans, nil
 }
@@ -164,18 +192,24 @@ func decodeChunked(dst, p []byte, textLen uint64, dec *zstd.Decoder) ([]byte, er
 		dst = make([]byte, textLen)
 	}
 	dst = dst[:textLen]
-	errs := make([]error, len(spans))
-	eachChunk(len(spans), func(i int) {
-		c := spans[i]
-		errs[i] = decodeChunk(dst[c.textOff:c.textOff+c.textN:c.textOff+c.textN], c, dec)
-		if errs[i] != nil {
-			errs[i] = fmt.Errorf("chunk %d: %w", i, errs[i])
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
+	if err := decodeSpans(dst, spans, dec); err != nil {
 		return nil, err
 	}
 	return dst, nil
+}
+
+// decodeSpans decodes the chunks of spans (their stored bytes at hand)
+// into their places in text, on every core.
+func decodeSpans(text []byte, spans []chunkSpan, dec *zstd.Decoder) error {
+	errs := make([]error, len(spans))
+	eachChunk(len(spans), func(i int) {
+		c := spans[i]
+		errs[i] = decodeChunk(text[c.textOff:c.textOff+c.textN:c.textOff+c.textN], c, dec)
+		if errs[i] != nil {
+			errs[i] = fmt.Errorf("chunk at %d: %w", c.textOff, errs[i])
+		}
+	})
+	return errors.Join(errs...)
 }
 
 // decodeChunk decodes c into out, which has exactly the chunk's length.

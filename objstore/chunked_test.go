@@ -6,6 +6,8 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -238,5 +240,58 @@ func TestFormat1StoreOpens(t *testing.T) {
 	}
 	if _, err := parseFormat(dir, []byte(formatMagic+"\nformat 0\n")); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "1 to 2") {
 		t.Fatalf("format 0: %v", err)
+	}
+}
+
+// TestChunkedReadCorrupt: a flipped byte anywhere in a chunked record
+// (header, table, a chunk, the checksum) makes its read fail with
+// ErrCorrupt, though the read goes a few chunks at a time.
+func TestChunkedReadCorrupt(t *testing.T) {
+	ctx := context.Background()
+	s, dir := openNew(t, Config{})
+	f, _ := s.NewFile("big")
+	data := bigMixed(11, bigFull+5)
+	e, err := s.Put(ctx, PutRequest{File: f, Data: bytes.Clone(data)})
+	if err != nil || e.Flags&index.FlagChunked == 0 {
+		t.Fatalf("put: flags %#x, %v", e.Flags, err)
+	}
+	s.Close()
+	seg := filepath.Join(dir, "segments", segName(e.Seg))
+	for _, at := range []uint64{20, recHeaderLen + 2, recHeaderLen + 12, uint64(e.Stored) / 2, uint64(e.Stored) - 3} {
+		flip(t, seg, int64(e.Off+at))
+		s, err := Open(dir, Config{CacheBytes: 1, LatestBytes: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Get(ctx, e.ID()); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("byte %d of the record flipped: %v, want ErrCorrupt", at, err)
+		}
+		s.Close()
+		flip(t, seg, int64(e.Off+at))
+	}
+	s, err = Open(dir, Config{CacheBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, err := s.Get(ctx, e.ID()); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("restored record: %v", err)
+	}
+}
+
+func flip(t *testing.T, path string, at int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x20
+	if _, err := f.WriteAt(b, at); err != nil {
+		t.Fatal(err)
 	}
 }

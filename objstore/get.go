@@ -222,6 +222,9 @@ func (s *Store) readChain(ctx context.Context, want index.RevID, chain []index.E
 
 // readRecord reads and checks e's record, returning its decoded payload.
 func (s *Store) readRecord(want index.RevID, e *index.Entry) ([]byte, error) {
+	if e.Flags&index.FlagChunked != 0 && e.Flags&index.FlagDelta == 0 {
+		return s.readChunked(want, e)
+	}
 	if e.Stored < recOverhead || e.Stored > recOverhead+maxPayload {
 		return nil, corrupt(want, e, fmt.Errorf("index gives a record of %d bytes", e.Stored))
 	}
@@ -240,11 +243,6 @@ func (s *Store) readRecord(want index.RevID, e *index.Entry) ([]byte, error) {
 	}
 	if err := agree(&h, e); err != nil {
 		return nil, corrupt(want, e, err)
-	}
-	if h.chunked() {
-		if p, err = decodeChunked(s.getBuf(e.Size), p, e.Size, s.dec); err != nil {
-			return nil, corrupt(want, e, err)
-		}
 	}
 	if h.zstd() {
 		var dst []byte

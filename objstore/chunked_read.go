@@ -1,0 +1,105 @@
+package objstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/deltafs/deltafs/index"
+)
+
+// readGroup is how many chunks a read of a chunked fulltext holds at
+// once: the stored bytes of one chunk per decoding worker.
+const readGroup = maxChunkWorkers
+
+// readChunked reads and checks e's chunked record a group of chunks at a
+// time, decoding each group into its place in the text: a read holds the
+// text and a few chunks' stored bytes, not the whole record as well (a
+// 1 GiB text of M1 stores ~430 MB). The record's checksum is summed as
+// the groups go and checked before the text is returned.
+func (s *Store) readChunked(want index.RevID, e *index.Entry) ([]byte, error) {
+	if e.Stored < recOverhead+chunkHeaderLen || e.Stored > recOverhead+maxPayload {
+		return nil, corrupt(want, e, fmt.Errorf("index gives a record of %d bytes", e.Stored))
+	}
+	s.readRecords.Add(1)
+	s.readBytes.Add(int64(e.Stored))
+	payloadLen := uint64(e.Stored) - recOverhead
+	head, err := s.readPart(want, e, 0, recHeaderLen+chunkHeaderLen)
+	if err != nil {
+		return nil, err
+	}
+	h, err := parseHeader(head)
+	if err == nil && uint64(h.PayloadLen) != payloadLen {
+		err = fmt.Errorf("%w: payload of %d bytes, index says %d", errRecord, h.PayloadLen, payloadLen)
+	}
+	if err == nil {
+		err = agree(&h, e)
+	}
+	if err != nil {
+		return nil, corrupt(want, e, err)
+	}
+	tl, err := chunkTableLen(head[recHeaderLen:], payloadLen)
+	if err != nil {
+		return nil, corrupt(want, e, err)
+	}
+	table, err := s.readPart(want, e, recHeaderLen, tl)
+	if err != nil {
+		return nil, err
+	}
+	spans, err := parseChunkTable(table, payloadLen, e.Size)
+	if err != nil {
+		return nil, corrupt(want, e, err)
+	}
+	sum := xxhash.New()
+	sum.Write(head[:recHeaderLen])
+	sum.Write(table)
+	text := s.getBuf(e.Size)[:e.Size]
+	if err := s.readSpans(want, e, spans, sum, text); err != nil {
+		s.putBuf(text)
+		return nil, err
+	}
+	trailer, err := s.readPart(want, e, recHeaderLen+payloadLen, recTrailerLen)
+	if err == nil && binary.BigEndian.Uint64(trailer) != sum.Sum64() {
+		err = corrupt(want, e, fmt.Errorf("%w: checksum mismatch", errRecord))
+	}
+	if err != nil {
+		s.putBuf(text)
+		return nil, err
+	}
+	return text, nil
+}
+
+// readSpans reads the chunks' stored bytes readGroup chunks at a time,
+// adds them to sum and decodes them into text.
+func (s *Store) readSpans(want index.RevID, e *index.Entry, spans []chunkSpan, sum *xxhash.Digest, text []byte) error {
+	for len(spans) > 0 {
+		g := spans[:min(readGroup, len(spans))]
+		spans = spans[len(g):]
+		last := g[len(g)-1]
+		b, err := s.readPart(want, e, recHeaderLen+g[0].at, last.at+last.n-g[0].at)
+		if err != nil {
+			return err
+		}
+		sum.Write(b)
+		for i := range g {
+			g[i].stored = b[g[i].at-g[0].at : g[i].at-g[0].at+g[i].n]
+		}
+		if err := decodeSpans(text, g, s.dec); err != nil {
+			return corrupt(want, e, err)
+		}
+	}
+	return nil
+}
+
+// readPart reads n bytes of e's record from offset off in it.
+func (s *Store) readPart(want index.RevID, e *index.Entry, off, n uint64) ([]byte, error) {
+	b, err := s.segs.readAt(e.Seg, e.Off+off, int(n))
+	if errors.Is(err, errShort) {
+		return nil, corrupt(want, e, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("objstore: read %v for %v: %w", e.ID(), want, err)
+	}
+	return b, nil
+}
