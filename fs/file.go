@@ -34,6 +34,7 @@ type passthroughHandle struct {
 	fd       int
 	writable bool
 	mark     closeMark
+	flushed  bool // closed (FLUSH) and not yet released; under n.mu
 }
 
 // fdHolder is implemented by both handle kinds.
@@ -135,6 +136,7 @@ func (h *passthroughHandle) Read(ctx context.Context, dest []byte, off int64) (f
 }
 
 func (h *passthroughHandle) Release(ctx context.Context) syscall.Errno {
+	h.n.ptReleasing(h)
 	h.n.released(h.fd, true, h.writable)
 	h.n.closeUndone(&h.mark)
 	return h.LoopbackFile.Release(ctx)
@@ -145,6 +147,7 @@ func (h *passthroughHandle) Flush(ctx context.Context) syscall.Errno {
 	if h.writable {
 		h.n.closeSeen(&h.mark)
 	}
+	h.n.ptFlushed(h)
 	return h.LoopbackFile.Flush(ctx)
 }
 

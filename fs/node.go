@@ -32,6 +32,7 @@ type Node struct {
 	cached, passed int
 	// when the last handle of each mode was released (see ioMode)
 	cachedReleased, passedReleased time.Time
+	ptClosing                      int      // passthrough handles closed (FLUSH) but not released
 	writers                        int      // open writable handles, of either mode
 	sess                           *session // set while writers > 0 or a change is pending
 	reported                       FileID   // id of the last Change reported, zero if none

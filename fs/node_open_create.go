@@ -43,6 +43,9 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		return nil, 0, n.fsys.errno("open", err)
 	}
 	watch := isWritable(flags) && n.writesDropPrivs(ctx, fd)
+	if isWritable(flags) && flags&syscall.O_TRUNC == 0 {
+		n.awaitCachedMode(ctx, fd) // see iomode_wait.go
+	}
 	fh := n.openHandle(fd, flags, false, truncFrom, watch)
 	_, pt := fh.(*passthroughHandle)
 	truncate := truncFrom != 0 && flags&syscall.O_TRUNC != 0

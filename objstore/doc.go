@@ -45,7 +45,10 @@
 // Big fulltexts (bigFull, 32 MiB, and more) are stored chunked
 // (chunked.go, format 2): chunks of 4 MiB encoded independently with S2
 // on every core, raw where they do not compress, and decoded straight
-// into the text on read; smaller fulltexts are one zstd frame.
+// into the text on read; smaller fulltexts are one zstd frame. Big
+// delta payloads (bigDelta, 8 MiB, and more: a writer's many scattered
+// writes) are zstd too, compressed in 4 MiB chunks on every core as
+// concatenated frames, which read back as one zstd stream.
 //
 // Costs: a put deltas against its parents' fulltexts; the newest fulltext
 // of recently written files is kept (Config.LatestBytes), so revision n+1
