@@ -11,7 +11,8 @@ import (
 )
 
 // snapshots checks every snapshot: its record, every tree under its root
-// and every revision they name, and its reference set against them.
+// and every revision they name, and its reference set against them; then
+// the hold rows against the reference sets.
 // Trees are shared between snapshots, so each distinct tree is checked
 // once and its problems reported under the first snapshot path that
 // reaches it; the revisions under it are kept (a small bitmap per tree)
@@ -41,7 +42,20 @@ func (v *verifier) snapshots(ctx context.Context) error {
 		v.progress(VerifyProgress{Phase: "snapshots", Done: int64(i + 1), Total: int64(len(snaps))})
 	}
 	v.sum.Trees = int64(len(tw.refs))
-	return nil
+	return v.holds(ctx)
+}
+
+// holds checks the index's hold rows (which snapshots hold which
+// revisions of each file, for history views) against the reference sets.
+func (v *verifier) holds(ctx context.Context) error {
+	return v.s.idx.CheckHolds(ctx, func(m index.HoldMismatch) {
+		at := "snapshot " + m.Snapshot.Name
+		err := m.Err
+		if err == nil {
+			err = fmt.Errorf("hold rows of file %d say revisions %v, the reference set %v", m.File, m.Rows, m.Refs)
+		}
+		v.problem(Problem{Kind: ProblemIndex, Rev: index.RevID{File: m.File}, Path: at, Err: err})
+	})
 }
 
 // checkRefs compares snapshot id's stored reference set with want, the
