@@ -40,7 +40,10 @@
 // inode, so a read-only open made while a cached writer is open uses the
 // cached mode too (and so does a Create then), and any writable open
 // made while a passthrough handle is open must use passthrough: it is
-// Whole as well.
+// Whole as well. A writer of a big file opened just after the last such
+// handle was closed waits briefly for its release instead
+// (iomode_wait.go): Whole would make each of its recordings read the
+// whole file.
 //
 // The price of the rule: a file created new and then kept open for
 // in-place writes with many fsyncs (a database created fresh, a log
