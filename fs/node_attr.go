@@ -52,7 +52,7 @@ func (n *Node) setattrMeta(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 	if n.sess == nil {
 		return n.LoopbackNode.Setattr(ctx, f, in, out)
 	}
-	return n.sess.aroundSetattr(n.livePath(), func() syscall.Errno {
+	return n.sess.aroundSetattr(n.livePath(), out, func() syscall.Errno {
 		return n.LoopbackNode.Setattr(ctx, f, in, out)
 	})
 }
@@ -76,9 +76,9 @@ func (n *Node) truncatedByPath(old, size int64) {
 		return
 	}
 	defer syscall.Close(fd)
-	s := newSession(fd, false)
+	s := newSession(fd, false, nil)
 	s.kept, s.changed = min(old, size), true
-	c := s.report(fd, n.relPath(), false)
+	c := s.report(fstat(fd), n.relPath(), false)
 	n.fsys.attachContent(&c, fd)
 	n.fsys.rec.Changed(c)
 	n.reported = s.id

@@ -46,7 +46,7 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if isWritable(flags) && flags&syscall.O_TRUNC == 0 {
 		n.awaitCachedMode(ctx, fd) // see iomode_wait.go
 	}
-	fh := n.openHandle(fd, flags, false, truncFrom, watch)
+	fh := n.openHandle(fd, flags, nil, truncFrom, watch)
 	_, pt := fh.(*passthroughHandle)
 	truncate := truncFrom != 0 && flags&syscall.O_TRUNC != 0
 	if truncate {
@@ -136,7 +136,7 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	n.touchChild(st.Ino)
 	ch := n.NewInode(ctx, n.fsys.newNode(nil, nil, "", &st), attr)
 	child := ch.Operations().(*Node)
-	return ch, child.openHandle(fd, flags, true, -1, mustDropPrivs(ctx, st.Mode)), 0, 0
+	return ch, child.openHandle(fd, flags, &st, -1, mustDropPrivs(ctx, st.Mode)), 0, 0
 }
 
 // Tmpfile (O_TMPFILE) is not offered: a nameless file could be linked
@@ -208,18 +208,19 @@ func (n *Node) ioMode(writable, fresh bool) (passthrough bool) {
 const ioModeGrace = 20 * time.Millisecond
 
 // openHandle wraps the opened live file fd in a handle of the right mode
-// and starts or joins the node's write session. truncFrom is the size
+// and starts or joins the node's write session. created is fd's stat
+// when Create made the file (nil otherwise); truncFrom is the size
 // before an O_TRUNC open (-1 if none). watch is set for a writer whose
 // writes must reach us (they drop the file's setuid bit, see
 // killpriv.go): it gets passthrough only where the inode forces it.
-func (n *Node) openHandle(fd int, flags uint32, created bool, truncFrom int64, watch bool) gofs.FileHandle {
+func (n *Node) openHandle(fd int, flags uint32, created *syscall.Stat_t, truncFrom int64, watch bool) gofs.FileHandle {
 	writable := isWritable(flags)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	// O_TRUNC reaches Open because Options asks for CAP_ATOMIC_O_TRUNC;
 	// a kernel without it sends a plain OPEN and then a SETATTR of size 0
 	// on the handle, which keeps the cached mode.
-	pt := n.ioMode(writable, (created || flags&syscall.O_TRUNC != 0) && !watch)
+	pt := n.ioMode(writable, (created != nil || flags&syscall.O_TRUNC != 0) && !watch)
 	if writable {
 		n.joinSession(fd, created, pt, truncFrom)
 	}
@@ -236,13 +237,13 @@ func (n *Node) openHandle(fd int, flags uint32, created bool, truncFrom int64, w
 }
 
 // joinSession counts a new writer, with n.mu held.
-func (n *Node) joinSession(fd int, created, pt bool, truncFrom int64) {
+func (n *Node) joinSession(fd int, created *syscall.Stat_t, pt bool, truncFrom int64) {
 	if n.writers == 0 {
 		n.startedWriting()
 	}
 	n.writers++
 	if n.sess == nil {
-		n.sess = newSession(fd, created)
+		n.sess = newSession(fd, created != nil, created)
 	}
 	if truncFrom > 0 {
 		n.sess.truncated(0)
@@ -313,13 +314,14 @@ func (n *Node) fsynced(ctx context.Context, fd int) syscall.Errno {
 // n.mu held (so one file's reports keep their order).
 func (n *Node) report(fd int, fsync bool) bool {
 	s := n.sess
-	if s.whole && s.movedOutside(fd) {
-		s.changed = true
+	st := fstat(fd)
+	if s.whole && (st == nil || s.moved(st)) {
+		s.changed = true // by a passthrough writer: we saw no write
 	}
 	if !s.changed {
 		return false
 	}
-	c := s.report(fd, n.relPath(), fsync)
+	c := s.report(st, n.relPath(), fsync)
 	n.fsys.attachContent(&c, fd)
 	n.fsys.rec.Changed(c)
 	n.reported = s.id

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // session is what the live tree knows about the unrecorded changes of
@@ -26,10 +28,15 @@ type session struct {
 	baseMtime syscall.Timespec
 }
 
-// newSession starts a session on the open live file fd.
-func newSession(fd int, created bool) *session {
+// newSession starts a session on the open live file fd. st, if not
+// nil, is fd's stat, taken by the caller (Create) since it opened fd.
+func newSession(fd int, created bool, st *syscall.Stat_t) *session {
 	s := &session{id: fdID(fd)}
-	s.rebase(fd)
+	if st != nil {
+		s.rebaseTo(st) // fdID changes no size or mtime
+	} else {
+		s.rebase(fd)
+	}
 	s.created, s.changed = created, created
 	return s
 }
@@ -37,9 +44,15 @@ func newSession(fd int, created bool) *session {
 // rebase makes the current state of fd the session's starting point.
 func (s *session) rebase(fd int) {
 	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) == nil {
-		s.ino, s.baseSize, s.baseMtime = st.Ino, st.Size, st.Mtim
+	if syscall.Fstat(fd, &st) != nil {
+		st = syscall.Stat_t{Ino: s.ino, Size: s.baseSize, Mtim: s.baseMtime}
 	}
+	s.rebaseTo(&st)
+}
+
+// rebaseTo makes the state st the session's starting point.
+func (s *session) rebaseTo(st *syscall.Stat_t) {
+	s.ino, s.baseSize, s.baseMtime = st.Ino, st.Size, st.Mtim
 	s.kept = s.baseSize
 	s.dirty = rangeSet{}
 	s.whole, s.created, s.changed, s.sources = false, false, false, nil
@@ -58,41 +71,37 @@ func (s *session) truncated(size int64) {
 	s.changed = true
 }
 
-// movedOutside reports whether fd changed since the baseline by writes
-// the session did not see (a passthrough writer).
-func (s *session) movedOutside(fd int) bool {
-	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) != nil {
-		return true
-	}
-	return s.moved(&st)
-}
-
 func (s *session) moved(st *syscall.Stat_t) bool {
 	return st.Size != s.baseSize || st.Mtim != s.baseMtime
 }
 
 // aroundSetattr runs setattr, which may set the mtime itself: writes a
-// passthrough writer made before it are noted first, and the baseline
-// follows the new mtime, so that utimens is not taken for a write.
-func (s *session) aroundSetattr(path string, setattr func() syscall.Errno) syscall.Errno {
+// passthrough writer made before it are noted first (unless the session
+// is known changed already), and the baseline follows the new mtime, so
+// that utimens is not taken for a write. setattr fills out with the
+// file's attributes after it, as go-fuse's LoopbackNode.Setattr does.
+func (s *session) aroundSetattr(path string, out *fuse.AttrOut, setattr func() syscall.Errno) syscall.Errno {
 	var st syscall.Stat_t
-	if s.whole && syscall.Lstat(path, &st) == nil && s.moved(&st) {
+	if s.whole && !s.changed && syscall.Lstat(path, &st) == nil && s.moved(&st) {
 		s.changed = true
 	}
 	errno := setattr()
-	if s.whole && syscall.Lstat(path, &st) == nil {
+	switch {
+	case !s.whole:
+	case errno == 0:
+		s.baseSize, s.baseMtime = int64(out.Size), syscall.Timespec{Sec: int64(out.Mtime), Nsec: int64(out.Mtimensec)}
+	case syscall.Lstat(path, &st) == nil:
 		s.baseSize, s.baseMtime = st.Size, st.Mtim
 	}
 	return errno
 }
 
 // report returns the Change for the session's state, with the file's
-// size read from fd; the caller attaches the live file (attachContent).
-func (s *session) report(fd int, path string, fsync bool) Change {
-	var st syscall.Stat_t
+// size from st (fd's stat; nil if it failed); the caller attaches the
+// live file (attachContent).
+func (s *session) report(st *syscall.Stat_t, path string, fsync bool) Change {
 	size := s.baseSize
-	if syscall.Fstat(fd, &st) == nil {
+	if st != nil {
 		size = st.Size
 	}
 	s.dirty.clip(size)
@@ -116,4 +125,13 @@ func reopen(fd int) *os.File {
 		return nil
 	}
 	return f
+}
+
+// fstat returns the stat of fd, or nil if it fails.
+func fstat(fd int) *syscall.Stat_t {
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) != nil {
+		return nil
+	}
+	return &st
 }
