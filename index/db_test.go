@@ -52,6 +52,46 @@ func TestNewFileConcurrent(t *testing.T) {
 	}
 }
 
+// TestNewFilesOneTransaction: NewFiles gives consecutive ids after the
+// ones allocated so far, records each name, and the counter it stores
+// survives a reopen.
+func TestNewFilesOneTransaction(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := db.NewFile("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"b", "c/d", "e"}
+	ids, err := db.NewFiles(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		if id != first+1+FileID(i) {
+			t.Fatalf("ids %v after %d, want consecutive", ids, first)
+		}
+		m, err := db.File(id)
+		if err != nil || m.Name != names[i] {
+			t.Fatalf("file %d: %+v (%v), want name %q", id, m, err, names[i])
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	next, err := db.NewFile("f")
+	if err != nil || next != ids[len(ids)-1]+1 {
+		t.Fatalf("after reopen NewFile = %d (%v), want %d", next, err, ids[len(ids)-1]+1)
+	}
+}
+
 func TestCommitAndScan(t *testing.T) {
 	db, dir := openTest(t)
 	f, err := db.NewFile("doc.txt")

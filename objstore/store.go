@@ -253,6 +253,15 @@ func (s *Store) NewFile(name string) (index.FileID, error) {
 	return s.idx.NewFile(name)
 }
 
+// NewFiles allocates a file identity for each name, in one synced index
+// transaction (NewFile takes one each).
+func (s *Store) NewFiles(names []string) ([]index.FileID, error) {
+	if s.cfg.ReadOnly {
+		return nil, ErrReadOnly
+	}
+	return s.idx.NewFiles(names)
+}
+
 // File returns the committed record of file f (name, revision count).
 func (s *Store) File(f index.FileID) (index.FileMeta, error) { return s.idx.File(f) }
 
