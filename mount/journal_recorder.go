@@ -107,6 +107,10 @@ func (s journalSink) RecordBatch(ctx context.Context, evs []Event, done func([]e
 	}
 }
 
+// Ignores implements IgnoringSink: the redos are the journal sink's own,
+// the rest is the store sink's business.
+func (s journalSink) Ignores(ev Event) bool { return s.ls.Ignores(ev) }
+
 func (s journalSink) Record(ctx context.Context, ev Event) error {
 	if ev.redo != nil {
 		return s.rd.run(ctx, ev.redo)

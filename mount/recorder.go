@@ -50,6 +50,17 @@ type Sink interface {
 	Record(ctx context.Context, ev Event) error
 }
 
+// An IgnoringSink records nothing for some events (the store sink keeps
+// no trace of removals and links, see storeSink.Ignores). The Recorder
+// does not queue those: an rm -rf then does not wake the recording
+// goroutine once per unlink, and a backlog of changes is not cut into
+// windows of one by the links and removals between them (git links each
+// new object into place and unlinks its temporary name).
+type IgnoringSink interface {
+	Sink
+	Ignores(ev Event) bool
+}
+
 // newFileGrace is how long the change of a newly created file is held
 // before recording: long enough for an editor's "write temp file, rename
 // over the original" to arrive, so that the temp file's content is
@@ -65,6 +76,7 @@ const newFileGrace = 200 * time.Millisecond
 // the next close, and by Sync).
 type Recorder struct {
 	sink     Sink
+	ignores  func(Event) bool // nil: the sink takes every event
 	log      *slog.Logger
 	interval time.Duration
 
@@ -81,6 +93,7 @@ type Recorder struct {
 	waiters []waiter
 	closed  bool
 	wake    chan struct{}
+	urgent  chan struct{} // a waiter came: stop lingering (see run)
 	exited  chan struct{}
 }
 
@@ -103,7 +116,10 @@ func NewRecorder(sink Sink, interval time.Duration, log *slog.Logger) *Recorder 
 		sink: sink, log: log, interval: interval,
 		held: map[fs.FileID]*heldChange{}, last: map[fs.FileID]time.Time{}, seq: map[fs.FileID]uint64{}, bound: map[fs.FileID]uint64{},
 		reads: map[fs.FileID]*readSignal{},
-		wake:  make(chan struct{}, 1), exited: make(chan struct{}),
+		wake:  make(chan struct{}, 1), urgent: make(chan struct{}, 1), exited: make(chan struct{}),
+	}
+	if is, ok := sink.(IgnoringSink); ok {
+		r.ignores = is.Ignores
 	}
 	go r.run()
 	return r
@@ -197,8 +213,7 @@ func (r *Recorder) Renamed(ev fs.Rename) {
 		h.c.Path = ev.To
 		r.releaseLocked(ev.ID)
 	}
-	r.push(Event{Rename: &ev})
-	if !ev.ID.IsZero() && !ev.Replaced.IsZero() {
+	if r.pushUnlessIgnored(Event{Rename: &ev}) && !ev.ID.IsZero() && !ev.Replaced.IsZero() {
 		r.bound[ev.ID] = r.enq // the sink may give it the replaced file's history
 	}
 }
@@ -206,13 +221,23 @@ func (r *Recorder) Renamed(ev fs.Rename) {
 func (r *Recorder) Removed(ev fs.Remove) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.push(Event{Remove: &ev})
+	r.pushUnlessIgnored(Event{Remove: &ev})
 }
 
 func (r *Recorder) Linked(ev fs.Link) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.push(Event{Link: &ev})
+	r.pushUnlessIgnored(Event{Link: &ev})
+}
+
+// pushUnlessIgnored queues ev unless the sink ignores it, with r.mu held,
+// and reports whether it queued it.
+func (r *Recorder) pushUnlessIgnored(ev Event) bool {
+	if r.ignores != nil && r.ignores(ev) {
+		return false
+	}
+	r.push(ev)
+	return true
 }
 
 // push queues ev, with r.mu held.
@@ -255,8 +280,7 @@ func (r *Recorder) WaitRead(ctx context.Context, id fs.FileID) error {
 		r.mu.Unlock()
 		return nil
 	}
-	w := waiter{seq: target, ch: make(chan struct{})}
-	r.waiters = append(r.waiters, w)
+	w := r.addWaiter(target)
 	r.mu.Unlock()
 	var read chan struct{}
 	if sig != nil {
@@ -294,6 +318,18 @@ func (r *Recorder) Sync(ctx context.Context) error {
 	return r.waitFor(ctx, target)
 }
 
+// addWaiter registers a waiter for the first target events, with r.mu
+// held, and cuts short the goroutine's lingering (see run).
+func (r *Recorder) addWaiter(target uint64) waiter {
+	w := waiter{seq: target, ch: make(chan struct{})}
+	r.waiters = append(r.waiters, w)
+	select {
+	case r.urgent <- struct{}{}:
+	default:
+	}
+	return w
+}
+
 // waitFor returns when the sink has finished the first target events.
 func (r *Recorder) waitFor(ctx context.Context, target uint64) error {
 	r.mu.Lock()
@@ -301,8 +337,7 @@ func (r *Recorder) waitFor(ctx context.Context, target uint64) error {
 		r.mu.Unlock()
 		return nil
 	}
-	w := waiter{seq: target, ch: make(chan struct{})}
-	r.waiters = append(r.waiters, w)
+	w := r.addWaiter(target)
 	r.mu.Unlock()
 	select {
 	case <-w.ch:
@@ -318,9 +353,11 @@ func (r *Recorder) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
-	select {
-	case r.wake <- struct{}{}:
-	default:
+	for _, ch := range []chan struct{}{r.wake, r.urgent} {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 	select {
 	case <-r.exited:
@@ -330,22 +367,51 @@ func (r *Recorder) Close(ctx context.Context) error {
 	return err
 }
 
+// Lingering: a sink records a batch in windows whose syncs cost the same
+// whatever their size, so a trickle of changes (an untar, git writing
+// objects: each new file released by its own grace timer) recorded as it
+// comes costs those syncs per file or two (measured for git add of
+// 10,000 files: 8,690 fsyncs and 17,378 msyncs in the mount). So when
+// little is queued and nobody waits, the goroutine lingers a moment for
+// more; a waiter (fsync, a snapshot, unmount) cuts the lingering short.
+const (
+	linger      = 20 * time.Millisecond
+	lingerBelow = 64 // events queued; more are recorded at once
+)
+
 // run hands queued events to the sink until the Recorder is closed.
 func (r *Recorder) run() {
 	defer close(r.exited)
 	ctx := context.Background()
-	for {
+	for lingered := false; ; {
 		r.mu.Lock()
+		if !lingered && len(r.queue) > 0 && len(r.queue) < lingerBelow && len(r.waiters) == 0 && !r.closed {
+			r.mu.Unlock()
+			r.lingerFor(linger)
+			lingered = true
+			continue
+		}
 		batch, closed := r.queue, r.closed
 		r.queue = nil
 		r.mu.Unlock()
 		r.record(ctx, batch)
+		lingered = false
 		if len(batch) == 0 {
 			if closed {
 				return
 			}
 			<-r.wake
 		}
+	}
+}
+
+// lingerFor waits d, or less if someone starts waiting for the sink.
+func (r *Recorder) lingerFor(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.urgent:
 	}
 }
 

@@ -29,6 +29,9 @@ func (l *lockedSink) Record(ctx context.Context, ev Event) error {
 	return l.sink.Record(ctx, ev)
 }
 
+// Ignores implements IgnoringSink; it reads nothing the lock guards.
+func (l *lockedSink) Ignores(ev Event) bool { return l.sink.Ignores(ev) }
+
 // liveRevs is the fs.Revisions of snapshots: it names the revision that
 // holds a live file's content. Normally that is the file's newest
 // revision (the mount recorded everything before the build started);

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/deltafs/deltafs/fs"
@@ -75,11 +74,9 @@ func TestBatchOfNewFilesSharesCommits(t *testing.T) {
 	c1 := storeStats(t, st)
 	puts, commits := c1.Puts-c0.Puts, c1.Commits-c0.Commits
 	t.Logf("%d puts in %d group commits", puts, commits)
-	// With one P the window's goroutines mostly run their puts one after
-	// another (each leads its own commit); with two or more, measured
-	// here: 60-80 commits for 201 puts.
-	if puts != n+1 || runtime.GOMAXPROCS(0) > 1 && commits > puts*3/4 {
-		t.Errorf("%d puts in %d commits; want %d puts sharing commits (at most 3/4 as many)", puts, commits, n+1)
+	// One commit per window: file 7's second change starts a second one.
+	if windows := int64((n+maxWindow-1)/maxWindow + 1); puts != n+1 || commits > windows {
+		t.Errorf("%d puts in %d commits; want %d puts in at most %d (one per window)", puts, commits, n+1, windows)
 	}
 	for i := range n {
 		fid := sink.ids[ids[i]]
