@@ -17,7 +17,9 @@ func mountIntro(env *Env) []string {
 			"loopback mount (`fs.NewLoopbackRoot` + `fs.Mount` with nil options: go-fuse's defaults, " +
 			"1 s entry and attribute timeouts, mounted through fusermount3) served by the bench binary " +
 			"in its own process, and `deltafs mount STORE MNT` built from this checkout. Every repeat " +
-			"starts from a fresh directory, backing directory or store, and a fresh mount.",
+			"starts from a fresh directory, backing directory or store, and a fresh mount; M3's on a " +
+			"fresh ext4 file system of its own (an 8 GiB image made by mkfs.ext4 with its defaults, " +
+			"mounted by loop on the same disk), so that no target inherits the inodes another freed.",
 		fmt.Sprintf("Workloads are driven by the bench binary in a child process (or by the real tar, find, du, "+
 			"git, rm), timed from the first open to the last close or fsync. Medians of %d runs. "+
 			"\"vs loopback\" is loopback time / deltafs time: above 1 deltafs is faster. server CPU is the "+
@@ -116,7 +118,7 @@ func (e *Env) mountExtras(bin string) (time.Duration, *m4Result, []string, error
 // probeSnapshots tries mkdir MNT/.snapshots/NAME on a fresh deltafs mount
 // and says why M4 cannot run, or "" if it can.
 func (e *Env) probeSnapshots(bin string) string {
-	t, err := e.setup(kindDeltafs, bin)
+	t, err := e.setup(kindDeltafs, bin, false)
 	if err != nil {
 		return "not measured: " + err.Error()
 	}

@@ -84,7 +84,7 @@ func (e *Env) runM4(bin string) (m4Result, error) {
 // m4Tree builds a tree of n files, takes a first snapshot, then -n times
 // changes 10 files and times the next snapshot.
 func (e *Env) m4Tree(bin string, n int) (time.Duration, error) {
-	t, err := e.setup(kindDeltafs, bin)
+	t, err := e.setup(kindDeltafs, bin, false)
 	if err != nil {
 		return 0, err
 	}
@@ -113,7 +113,7 @@ func (e *Env) m4Tree(bin string, n int) (time.Duration, error) {
 
 // m4List takes m4Snapshots snapshots of a small tree and times `ls`.
 func (e *Env) m4List(bin string) (time.Duration, error) {
-	t, err := e.setup(kindDeltafs, bin)
+	t, err := e.setup(kindDeltafs, bin, false)
 	if err != nil {
 		return 0, err
 	}

@@ -43,20 +43,29 @@ type target struct {
 	settles int
 	// stderr collects what the server prints, for its errors.
 	stderr strings.Builder
+	// image is the file system image mounted on base, if any
+	image string
 }
 
 // readyTimeout bounds how long a mount may take to come up.
 const readyTimeout = 60 * time.Second
 
 // setup makes a fresh target of kind under the work directory: a new
-// directory, a new loopback backing directory, or a new deltafs store.
-func (e *Env) setup(kind fsKind, deltafsBin string) (*target, error) {
+// directory, a new loopback backing directory, or a new deltafs store;
+// with freshFS, on a new file system mounted on its base directory.
+func (e *Env) setup(kind fsKind, deltafsBin string, freshFS bool) (*target, error) {
 	base, err := e.freshDir(filepath.Join("mount", string(kind)))
 	if err != nil {
 		return nil, err
 	}
 	t := &target{kind: kind, base: base, dir: filepath.Join(base, "mnt")}
+	if freshFS {
+		if t.image, err = mountFreshFS(base); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(t.dir, 0o755); err != nil {
+		t.remove()
 		return nil, err
 	}
 	switch kind {
@@ -75,6 +84,7 @@ func (e *Env) setup(kind fsKind, deltafsBin string) (*target, error) {
 		t.cmd = exec.Command(deltafsBin, "mount", "--shutdown-timeout", "20m", t.store, t.dir)
 	}
 	if err := t.start(); err != nil {
+		t.remove()
 		return nil, fmt.Errorf("%s: %w", kind, err)
 	}
 	return t, nil
@@ -192,7 +202,14 @@ func (t *target) teardown() error {
 }
 
 // remove deletes everything of the target (after teardown).
-func (t *target) remove() error { return os.RemoveAll(t.base) }
+func (t *target) remove() error {
+	if t.image != "" {
+		if err := unmountFreshFS(t.base, t.image); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(t.base)
+}
 
 // loopbackOp is the child operation that serves a go-fuse loopback mount.
 const loopbackOp = "loopback"

@@ -27,7 +27,7 @@ func TestMountTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, kind := range []fsKind{kindLoopback, kindDeltafs} {
-		tg, err := env.setup(kind, bin)
+		tg, err := env.setup(kind, bin, false)
 		if err != nil {
 			t.Fatal(err)
 		}
