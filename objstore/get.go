@@ -30,13 +30,25 @@ func (s *Store) Get(ctx context.Context, id index.RevID) ([]byte, error) {
 // Entry returns the index entry of revision id.
 func (s *Store) Entry(id index.RevID) (index.Entry, error) { return s.entry(id) }
 
-// fulltext returns id's text, shared with the caches: never modify it.
+// fulltext returns id's text, shared with the caches: never modify it. A
+// cached text is returned without looking its entry up (an index read
+// costs more than the cache lookup; repack asks for each base's text many
+// times).
 func (s *Store) fulltext(ctx context.Context, id index.RevID) ([]byte, error) {
+	c := caches{latest: s.latest, full: s.cache}
+	if t, ok := c.get(id); ok {
+		return t, nil
+	}
 	e, err := s.entry(id)
 	if err != nil {
 		return nil, fmt.Errorf("objstore: get %v: %w", id, err)
 	}
-	return s.rebuild(ctx, id, e, caches{latest: s.latest, full: s.cache})
+	return s.rebuild(ctx, id, e, c)
+}
+
+// fulltextOf is fulltext for a caller that holds the revision's entry.
+func (s *Store) fulltextOf(ctx context.Context, e index.Entry) ([]byte, error) {
+	return s.rebuild(ctx, e.ID(), e, caches{latest: s.latest, full: s.cache})
 }
 
 // caches are the texts a rebuild may start from; latest and shared may be

@@ -25,13 +25,13 @@ const reuseMargin = 0.9
 // parents, the nearest earlier revisions, the existing delta (reuse=auto);
 // when none of them passes, the file's snapshots, then similar files.
 func (rp *repacker) recompute(ctx context.Context, fw *fileWork, e index.Entry) (index.Entry, []byte, outcome, error) {
-	text, err := rp.live.fulltext(ctx, e.ID())
+	text, err := rp.live.fulltextOf(ctx, e)
 	if err != nil {
 		return index.Entry{}, nil, 0, err
 	}
 	t := Target{TextLen: e.Size}
 	cands := rp.inFile(ctx, fw, e)
-	if err := rp.computeAll(ctx, cands, text, t); err != nil {
+	if err := rp.computeAll(ctx, cands, text, t, 0); err != nil {
 		return index.Entry{}, nil, 0, err
 	}
 	full, err := rp.fullLen(fw, e, text, &t, cands)
@@ -76,7 +76,7 @@ func (rp *repacker) widen(ctx context.Context, fw *fileWork, e index.Entry, text
 		if err != nil {
 			return nil, Decision{}, err
 		}
-		if err := rp.computeAll(ctx, snaps, text, t); err != nil {
+		if err := rp.computeAll(ctx, snaps, text, t, 0); err != nil {
 			return nil, Decision{}, err
 		}
 		cands = append(cands, snaps...)
@@ -85,7 +85,7 @@ func (rp *repacker) widen(ctx context.Context, fw *fileWork, e index.Entry, text
 		}
 	}
 	more := rp.similarCandidates(fw, e.Size, computed(cands))
-	if err := rp.computeAll(ctx, more, text, t); err != nil {
+	if err := rp.computeAll(ctx, more, text, t, similarCut(len(text))); err != nil {
 		return nil, Decision{}, err
 	}
 	for i := range more {
@@ -157,11 +157,24 @@ func (rp *repacker) inFile(ctx context.Context, fw *fileWork, e index.Entry) []p
 	return out
 }
 
+// similarCut is the longest raw copy delta against another file's
+// revision worth compressing for a text of n bytes: 3/4 of the text. Such
+// a delta inserts most of the text as it is, so compressed it is about
+// 3/4 of the compressed fulltext or more, where a similar file's delta
+// must be at most half of it (see widen); neither it nor the
+// zstd-dictionary codec (which finds the same matches, and shorter ones
+// a copy delta leaves to the compressor) can win. On a store of many
+// small unrelated files (R3) nearly every first revision's similar files
+// are cut here, which saves compressing two deltas and a zstd-dictionary
+// delta per file.
+func similarCut(n int) int { return max(n*3/4, 1) }
+
 // computeAll computes the candidates' deltas, skipping those whose chain
-// alone breaks the caps and the existing delta (its size is known). Up to
-// Jobs deltas are computed at once: a single long history (one file) would
-// otherwise use one core.
-func (rp *repacker) computeAll(ctx context.Context, cands []prepared, text []byte, t Target) error {
+// alone breaks the caps and the existing delta (its size is known). A raw
+// copy delta longer than cut (0: no cut) is left uncomputed (DeltaLen -1),
+// not compressed. Up to Jobs deltas are computed at once: a single long
+// history (one file) would otherwise use one core.
+func (rp *repacker) computeAll(ctx context.Context, cands []prepared, text []byte, t Target, cut int) error {
 	var todo []int
 	for i := range cands {
 		if cands[i].Role != RoleCarried && ChainRule(cands[i].Candidate, t, rp.caps) == "" {
@@ -174,7 +187,7 @@ func (rp *repacker) computeAll(ctx context.Context, cands []prepared, text []byt
 	for range min(rp.opt.Jobs, len(todo)) {
 		wg.Go(func() {
 			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
-				errs[k] = rp.computeOne(ctx, &cands[todo[k]], text)
+				errs[k] = rp.computeOne(ctx, &cands[todo[k]], text, cut)
 			}
 		})
 	}
@@ -185,13 +198,25 @@ func (rp *repacker) computeAll(ctx context.Context, cands []prepared, text []byt
 	return rp.tryZstd(ctx, cands, todo, text)
 }
 
-// computeOne computes one candidate's copy/insert delta, compressed.
-func (rp *repacker) computeOne(ctx context.Context, c *prepared, text []byte) error {
+// computeOne computes one candidate's copy/insert delta, compressed,
+// unless the raw delta is longer than cut (see computeAll). With a cut,
+// a base that shares no long runs with the text (sharesRuns) is not even
+// encoded against.
+func (rp *repacker) computeOne(ctx context.Context, c *prepared, text []byte, cut int) error {
 	base, err := rp.live.fulltext(ctx, c.Base)
 	if err != nil {
 		return err
 	}
-	c.payload, c.flags = rp.live.compress(delta.Encode(base, text))
+	if cut > 0 && !sharesRuns(base, text) {
+		c.DeltaLen, c.payload = -1, nil
+		return nil
+	}
+	d := delta.Encode(base, text)
+	if cut > 0 && len(d) > cut {
+		c.DeltaLen, c.payload = -1, nil
+		return nil
+	}
+	c.payload, c.flags = rp.live.compress(d)
 	c.flags |= recFlagDelta
 	c.DeltaLen = int64(recOverhead + len(c.payload))
 	return nil

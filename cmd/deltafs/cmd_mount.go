@@ -76,9 +76,9 @@ func runMount(cmd *cobra.Command, cfg mount.Config) error {
 	return mount.Run(ctx, cfg)
 }
 
-// envCPUProfile names a file to write a CPU profile of the whole mount to
-// (from start to unmount): a debugging aid for performance work on a mount
-// run by a benchmark, deliberately not a flag.
+// envCPUProfile names a file to write a CPU profile of the whole mount
+// (from start to unmount) or repack to: a debugging aid for performance
+// work on a command run by a benchmark, deliberately not a flag.
 const envCPUProfile = "DELTAFS_CPUPROFILE"
 
 // startCPUProfile starts a CPU profile into path and returns its stop.

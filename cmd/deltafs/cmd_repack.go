@@ -85,6 +85,13 @@ func runRepack(cmd *cobra.Command, store string, fl repackFlags) error {
 			bar.update(p.Done, p.Revisions, p.Bytes, p.TotalBytes)
 		}
 	}
+	if path := os.Getenv(envCPUProfile); path != "" {
+		stopProfile, err := startCPUProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+	}
 	rep, err := objstore.Repack(ctx, store, fl.opt)
 	bar.finish()
 	if errors.Is(err, ctx.Err()) && ctx.Err() != nil {
