@@ -67,7 +67,18 @@ func repackLocked(ctx context.Context, dir string, opt RepackOptions, lock *stor
 	if err != nil {
 		return RepackReport{}, err
 	}
-	rep, err := rp.run(ctx)
+	var rep RepackReport
+	whole, err := rp.reuseWhole(ctx, &rep)
+	if err == nil && !whole {
+		rp.shadow, err = openShadow(dir, opt)
+	}
+	if err != nil || whole {
+		rp.live.closeKeepLock()
+		rep.Duration = time.Since(start)
+		rep.PeakRSS = peakRSS()
+		return rep, err
+	}
+	rep, err = rp.run(ctx)
 	rep.Duration = time.Since(start)
 	rep.PeakRSS = peakRSS()
 	return rep, err
@@ -120,6 +131,7 @@ type RepackOptions struct {
 	keep        *gcPlan                 // gc: the revisions kept; nil keeps all
 	commitEvery int                     // revisions per shadow commit (tests make it small)
 	stopAt      func(step string) error // test hook: end the switch after a step, as a crash would
+	noWhole     bool                    // test hook: never leave the store as it is (see repack_plan.go)
 }
 
 const (
@@ -190,6 +202,7 @@ type RepackReport struct {
 	Redeltaed        int64         `json:"redeltaed"` // base chosen again and record written anew
 	Reused           int64         `json:"reused"`    // existing delta record copied verbatim
 	Unchanged        int64         `json:"unchanged"` // fulltexts kept as they were, and dedups
+	Whole            bool          `json:"whole"`     // nothing to change: the store was left as it is (see repack_plan.go)
 	Resumed          bool          `json:"resumed"`
 	ResumedRevisions int64         `json:"resumed_revisions"`
 	ChainMaxBefore   uint32        `json:"chain_max_before"`
@@ -240,7 +253,6 @@ func newRepacker(ctx context.Context, dir string, opt RepackOptions, lock *store
 	if err == nil {
 		rp.fitMemory(maxSize)
 		rp.live.cache = newLRU[index.RevID](rp.cacheBudget(maxSize))
-		rp.shadow, err = openShadow(dir, opt)
 	}
 	if err != nil {
 		live.closeKeepLock()

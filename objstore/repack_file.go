@@ -223,8 +223,12 @@ func (rp *repacker) tryReuse(ctx context.Context, fw *fileWork, e index.Entry) (
 	est := fw.fullEstimate(e.Size)
 	trusted := e.Flags&index.FlagRepacked != 0 // chosen by a repack's full search
 	t := Target{TextLen: e.Size, FullLen: est}
-	if trusted && est == 0 {
-		t.FullLen = math.MaxUint64 // it was smaller than the fulltext then
+	if trusted {
+		// It was smaller than the real compressed fulltext then, and the
+		// text has not changed; the estimate from the file's ratio is
+		// not worth more than that (it misses on tiny texts, which zstd
+		// cannot shrink). Only the caps are checked again.
+		t.FullLen = math.MaxUint64
 	}
 	if !trusted && (est == 0 || uint64(e.Stored)*reuseTrust > est) || rule(c, t, rp.caps) != "" {
 		return index.Entry{}, nil, false, nil

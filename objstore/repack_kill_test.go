@@ -18,6 +18,10 @@ import (
 // REPACK_HELPER_DIR names the store.
 const repackHelperEnv = "REPACK_HELPER_DIR"
 
+// repackHelperReuse, set to "auto", makes the helper repack with
+// --reuse=auto instead of killOptions' never.
+const repackHelperReuse = "REPACK_HELPER_REUSE"
+
 // killOptions are the options of every repack in the kill loop, so each
 // run resumes the last one's shadow.
 func killOptions() RepackOptions {
@@ -30,6 +34,9 @@ func TestRepackHelperProcess(t *testing.T) {
 		t.Skip("only runs as a helper subprocess")
 	}
 	opt := killOptions()
+	if os.Getenv(repackHelperReuse) == "auto" {
+		opt.Reuse = ReuseAuto
+	}
 	last := int64(-1)
 	opt.Progress = func(p RepackProgress) {
 		if p.Committed != last {
@@ -49,10 +56,10 @@ func TestRepackHelperProcess(t *testing.T) {
 
 // startRepackHelper starts a repack subprocess on dir and returns it with
 // its stdout lines, after its first one.
-func startRepackHelper(t *testing.T, dir string) (*exec.Cmd, *bufio.Scanner) {
+func startRepackHelper(t *testing.T, dir string, env ...string) (*exec.Cmd, *bufio.Scanner) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRepackHelperProcess$")
-	cmd.Env = append(os.Environ(), repackHelperEnv+"="+dir)
+	cmd.Env = append(append(os.Environ(), repackHelperEnv+"="+dir), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -143,6 +150,39 @@ func TestRepackKillLoop(t *testing.T) {
 	}
 	h.check(t, dir)
 	t.Logf("%d rounds, %d killed, %d reached the switch, %v; last run resumed %d of %d revisions", round, killed, switched, time.Since(start), rep.ResumedRevisions, rep.Revisions)
+	killWhole(t, h, dir, r)
+}
+
+// killWhole kills --reuse=auto repacks of the repacked store, which leave
+// it as it is (repack_plan.go), at random moments, over an interrupted
+// run's shadow at first: the store reads back after each, its segment
+// files untouched, and the shadow is gone once a run got through.
+func killWhole(t *testing.T, h *history, dir string, r *rand.Rand) {
+	segs := segFiles(t, dir)
+	for try := 0; !killMidway(t, dir); try++ { // leave a shadow behind
+		if try == 3 {
+			t.Fatal("no repack could be killed mid-way")
+		}
+	}
+	finished := 0
+	for round := range 8 {
+		cmd, sc := startRepackHelper(t, dir, repackHelperReuse+"=auto")
+		if !killAfter(t, cmd, sc, time.Duration(r.IntN(40*(round+1)))*time.Millisecond) {
+			finished++
+		}
+		h.check(t, dir)
+		if got := segFiles(t, dir); !mapsEqual(got, segs) {
+			t.Fatalf("round %d: segment files changed: %v -> %v", round, segs, got)
+		}
+	}
+	if rep := mustRepack(t, dir, RepackOptions{Reuse: ReuseAuto, SegmentSize: 64 << 10}); !rep.Whole {
+		t.Errorf("auto on the repacked store: %+v", rep)
+	}
+	if exists(filepath.Join(dir, shadowName)) {
+		t.Error("the interrupted never run's shadow is still there")
+	}
+	h.check(t, dir)
+	t.Logf("reuse=auto, left whole: %d of 8 runs finished before the kill", finished)
 }
 
 // killMidway runs a repack and kills it once it has committed at least one

@@ -114,6 +114,9 @@ func runRepack(cmd *cobra.Command, store string, fl repackFlags) error {
 func printRepackReport(w io.Writer, store string, r objstore.RepackReport) {
 	fmt.Fprintf(w, "repacked %s: %d revisions of %d files in %s, peak memory %s\n",
 		store, r.Revisions, r.Files, r.Duration.Round(time.Millisecond), humanBytes(uint64(r.PeakRSS)))
+	if r.Whole {
+		fmt.Fprintf(w, "  nothing to change: every record and entry kept as it is, the store left untouched\n")
+	}
 	fmt.Fprintf(w, "  size       %s -> %s (%s)\n", humanBytes(r.SizeBefore), humanBytes(r.SizeAfter), percent(r.SizeBefore, r.SizeAfter))
 	fmt.Fprintf(w, "  revisions  %d re-deltaed, %d reused verbatim, %d unchanged", r.Redeltaed, r.Reused, r.Unchanged)
 	if r.Resumed {

@@ -1,0 +1,214 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/deltafs/deltafs/index"
+)
+
+// A repack with --reuse=auto of a store an earlier repack left as it is
+// would change nothing: it keeps every record verbatim, and every entry
+// with the same chain facts. git's `repack -ad` reuses its pack whole in
+// that case; repack plans the same from the index alone before it opens a
+// shadow, in one pass: which revisions it would keep exactly as they are
+// (stable), and so which segments hold nothing else. When every segment
+// does, the store is left alone: no record is read or copied, no entry
+// written, nothing to switch, and so nothing a crash could leave half
+// done.
+//
+// A revision is stable when decide would keep it as it is, which the
+// index alone tells (no text is needed):
+//   - a fulltext an earlier repack chose (index.FlagRepacked);
+//   - a delta an earlier repack chose whose base is stable, in a file no
+//     higher than its own (doneEntry offers no other), and whose chain
+//     still meets the caps: tryReuse's trusted case;
+//   - a delta no repack chose, small enough for tryReuse to keep without
+//     looking further (reuseTrust), against the same fulltext estimate:
+//     the file's last fulltext's ratio, known for sure while nothing
+//     before it in the file changes;
+//   - a dedup of a stable revision (in any file: dedupEntry and the
+//     switch take its target's chain facts wherever it is).
+//
+// Anything else may change, and so may every revision based on it.
+
+// repackPlan is what the plan found.
+type repackPlan struct {
+	revisions  int64
+	changed    int64             // revisions that are not stable
+	segs       map[uint32]uint64 // record bytes of each segment's revisions
+	changedIn  map[uint32]bool   // segments holding a revision that is not stable
+	changedSet *index.Refs       // the revisions that are not stable
+}
+
+// whole reports whether the repack would leave the store as it is: every
+// revision stable and every segment byte one of their records (a segment
+// with dead bytes, or none referenced, is rewritten).
+func (p *repackPlan) whole(sizes map[uint32]int64) bool {
+	if p.changed > 0 || len(p.changedIn) > 0 || len(sizes) != len(p.segs) {
+		return false
+	}
+	for n, b := range p.segs {
+		if sz, ok := sizes[n]; !ok || uint64(sz) != b {
+			return false
+		}
+	}
+	return true
+}
+
+// planFile is the plan's state for the file being walked.
+type planFile struct {
+	id     index.FileID
+	stable map[index.Rev]index.Entry
+	ratio  float64 // as fileWork.ratio, while ratioOK
+	// ratioOK: no revision before in the file is recomputed, which may
+	// set the ratio from a compressed text (fullLen).
+	ratioOK bool
+}
+
+// plan walks the live index once (reuse=auto, no gc).
+func (rp *repacker) plan(ctx context.Context) (*repackPlan, error) {
+	p := &repackPlan{segs: map[uint32]uint64{}, changedIn: map[uint32]bool{}}
+	changed := index.NewRefs() // of earlier files, for bases in other files
+	var f planFile
+	var later []index.Entry // dedups of a revision of a higher file
+	err := rp.live.idx.All(ctx, func(e index.Entry) error {
+		if e.File != f.id {
+			f = planFile{id: e.File, stable: map[index.Rev]index.Entry{}, ratioOK: true}
+		}
+		if e.Kind == index.KindFull {
+			f.ratio = float64(e.Stored) / float64(max(e.Size, 1))
+		}
+		p.revisions++
+		if e.Kind == index.KindDedup && e.Base.File > e.File {
+			later = append(later, e)
+			return nil
+		}
+		ok := rp.stable(e, &f, changed)
+		if ok {
+			f.stable[e.Rev] = e
+		} else {
+			f.ratioOK = f.ratioOK && e.Kind == index.KindFull
+			p.changed++
+			if k, err := index.RefKey(e.ID()); err == nil {
+				changed.Add(k)
+			}
+		}
+		if e.Stored > 0 {
+			p.segs[e.Seg] += uint64(e.Stored)
+			if !ok {
+				p.changedIn[e.Seg] = true
+			}
+		}
+		return nil
+	})
+	for _, e := range later {
+		if k, err := index.RefKey(e.Base); err != nil || changed.Contains(k) {
+			p.changed++
+			if k, err := index.RefKey(e.ID()); err == nil {
+				changed.Add(k)
+			}
+		}
+	}
+	p.changedSet = changed
+	return p, err
+}
+
+// stable says whether decide would keep e exactly as it is.
+func (rp *repacker) stable(e index.Entry, f *planFile, changed *index.Refs) bool {
+	if e.Kind == index.KindDedup {
+		_, ok := rp.stableBase(e.Base, f, changed)
+		return ok
+	}
+	trusted := e.Flags&index.FlagRepacked != 0
+	if e.Kind == index.KindFull {
+		return trusted
+	}
+	be, ok := rp.stableBase(e.Base, f, changed)
+	if ok && be.Kind == index.KindDedup {
+		be, ok = rp.stableBase(be.Base, f, changed) // doneEntry resolves a dedup base to its target
+	}
+	if !ok {
+		return false
+	}
+	c := candidateOf(RoleCarried, be)
+	c.DeltaLen = int64(e.Stored)
+	t := Target{TextLen: e.Size, FullLen: math.MaxUint64} // as tryReuse has it for a trusted delta
+	if !trusted {
+		est := (&fileWork{ratio: f.ratio}).fullEstimate(e.Size)
+		if !f.ratioOK || est == 0 || uint64(e.Stored)*reuseTrust > est {
+			return false
+		}
+		t.FullLen = est
+	}
+	return rule(c, t, rp.caps) == "" && reusedEntry(e, be) == e
+}
+
+// stableBase returns the entry of id, a base of a revision of file f.id,
+// if the plan found it stable.
+func (rp *repacker) stableBase(id index.RevID, f *planFile, changed *index.Refs) (index.Entry, bool) {
+	if id.IsNull() || id.File > f.id {
+		return index.Entry{}, false
+	}
+	if id.File == f.id {
+		be, ok := f.stable[id.Rev]
+		return be, ok
+	}
+	k, err := index.RefKey(id)
+	if err != nil || changed.Contains(k) {
+		return index.Entry{}, false
+	}
+	be, err := rp.live.idx.Entry(id)
+	return be, err == nil
+}
+
+// segmentSizes returns the size of every segment file of the store in dir.
+func segmentSizes(dir string) (map[uint32]int64, error) {
+	ns, err := listSegments(filepath.Join(dir, segmentsName))
+	if err != nil {
+		return nil, err
+	}
+	sizes := make(map[uint32]int64, len(ns))
+	for _, n := range ns {
+		st, err := os.Stat(filepath.Join(dir, segmentsName, segName(n)))
+		if err != nil {
+			return nil, fmt.Errorf("objstore: %w", err)
+		}
+		sizes[n] = st.Size()
+	}
+	return sizes, nil
+}
+
+// reuseWhole plans (reuse=auto, no gc) and, when the repack would leave
+// the store as it is, fills rep in and returns true: the caller stops
+// there. A shadow an interrupted run left is removed then: it could only
+// rewrite records as they are.
+func (rp *repacker) reuseWhole(ctx context.Context, rep *RepackReport) (bool, error) {
+	if rp.opt.Reuse != ReuseAuto || rp.opt.keep != nil || rp.opt.noWhole {
+		return false, nil
+	}
+	p, err := rp.plan(ctx)
+	if err != nil {
+		return false, err
+	}
+	sizes, err := segmentSizes(rp.dir)
+	if err != nil || !p.whole(sizes) {
+		return false, err
+	}
+	if err := removeShadow(filepath.Join(rp.dir, shadowName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	st, err := rp.live.Stats(ctx)
+	if err != nil {
+		return false, err
+	}
+	*rep = RepackReport{Files: st.Files, Revisions: st.Revisions, SizeBefore: st.SegmentBytes, SizeAfter: st.SegmentBytes,
+		StoredBefore: st.StoredBytes, StoredAfter: st.StoredBytes, Unchanged: st.Revisions, Whole: true,
+		ChainMaxBefore: st.ChainMax, ChainMaxAfter: st.ChainMax, ChainMeanBefore: st.ChainMean, ChainMeanAfter: st.ChainMean,
+		Window: rp.window, Jobs: rp.opt.Jobs}
+	return true, nil
+}

@@ -1,0 +1,236 @@
+package objstore
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/deltafs/deltafs/index"
+)
+
+// segFiles returns, per segment file of dir, its inode and modification
+// time: what a rewrite would change.
+func segFiles(t *testing.T, dir string) map[string][2]int64 {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(dir, segmentsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][2]int64{}
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = [2]int64{int64(fi.Sys().(*syscall.Stat_t).Ino), fi.ModTime().UnixNano()}
+	}
+	return out
+}
+
+// entries returns every index entry of the store in dir, encoded.
+func entries(t *testing.T, dir string) map[index.RevID][]byte {
+	t.Helper()
+	s, err := Open(dir, Config{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := map[index.RevID][]byte{}
+	err = s.idx.All(t.Context(), func(e index.Entry) error {
+		b, _ := e.MarshalBinary()
+		out[e.ID()] = b
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRepackReuseWhole: --reuse=auto on a store a repack left keeps it as
+// it is (git's repack -ad reusing its pack): same segment files, untouched,
+// same entries, no shadow; and every case where something would change
+// still runs the repack.
+func TestRepackReuseWhole(t *testing.T) {
+	h, dir := newHistoryStore(t, Config{}, 4, 30, 12_000)
+	first := mustRepack(t, dir, RepackOptions{})
+	if first.Whole {
+		t.Fatalf("a store as written is not a repacked one: %+v", first)
+	}
+	never := mustRepack(t, dir, RepackOptions{Reuse: ReuseNever})
+	h.check(t, dir)
+	segs, ents := segFiles(t, dir), entries(t, dir)
+	// What an interrupted run left is removed: it could only rewrite
+	// the records as they are.
+	if err := os.MkdirAll(filepath.Join(dir, shadowName, "segments"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	again := mustRepack(t, dir, RepackOptions{})
+	t.Logf("never: %+v\nagain: %+v", never, again)
+	if !again.Whole || again.Unchanged != again.Revisions || again.Redeltaed+again.Reused != 0 ||
+		again.SizeAfter != never.SizeAfter || again.StoredAfter != never.StoredAfter {
+		t.Errorf("auto on a repacked store: %+v", again)
+	}
+	if got := segFiles(t, dir); !mapsEqual(got, segs) {
+		t.Errorf("segment files changed: %v -> %v", segs, got)
+	}
+	if exists(filepath.Join(dir, shadowName)) {
+		t.Error("the interrupted run's shadow is still there")
+	}
+	got := entries(t, dir)
+	for id, b := range ents {
+		if !bytes.Equal(got[id], b) {
+			t.Errorf("entry %v changed", id)
+		}
+	}
+	h.check(t, dir)
+
+	// Tighter caps cut chains: not whole.
+	d := copyStore(t, dir)
+	if rep := mustRepack(t, d, RepackOptions{MaxChain: 2}); rep.Whole || rep.ChainMaxAfter > 2 {
+		t.Errorf("max-chain 2: %+v", rep)
+	}
+	h.check(t, d)
+	// A fulltext written since the repack (no repack chose it): not
+	// whole, and what the repack keeps is kept verbatim. (A small delta
+	// written since would be kept as it is: the plan says whole.)
+	d = copyStore(t, dir)
+	s, err := Open(d, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := index.RevID{File: 1, Rev: index.Rev(h.revs)}
+	h.texts[id] = genText(rand.New(rand.NewPCG(7, 7)), 5000)
+	mustPut(t, s, PutRequest{File: 1, Data: bytes.Clone(h.texts[id]), P1: index.RevID{File: 1, Rev: id.Rev - 1}})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rep := mustRepack(t, d, RepackOptions{}); rep.Whole || rep.Reused == 0 {
+		t.Errorf("after a new revision: %+v", rep)
+	}
+	h.check(t, d)
+	if rep := mustRepack(t, d, RepackOptions{}); !rep.Whole {
+		t.Errorf("repacked again: %+v", rep)
+	}
+	// reuse=never recomputes whatever the store.
+	if rep := mustRepack(t, d, RepackOptions{Reuse: ReuseNever}); rep.Whole {
+		t.Errorf("never: %+v", rep)
+	}
+	h.check(t, d)
+}
+
+// TestRepackPlanDeadBytes: a segment with bytes no entry references is
+// rewritten even when every revision is stable.
+func TestRepackPlanDeadBytes(t *testing.T) {
+	h, dir := newHistoryStore(t, Config{}, 2, 10, 8_000)
+	mustRepack(t, dir, RepackOptions{Reuse: ReuseNever})
+	// A segment file below the tail that nothing references (segments
+	// are numbered from 1: Open's recovery leaves a lower one alone).
+	dead := filepath.Join(dir, segmentsName, segName(0))
+	if err := os.WriteFile(dead, []byte("dead"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := mustRepack(t, dir, RepackOptions{})
+	if rep.Whole || exists(dead) {
+		t.Errorf("a store with a dead segment: %+v; dead segment left: %v", rep, exists(dead))
+	}
+	h.check(t, dir)
+}
+
+func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRepackPlanAgrees: every revision the plan calls stable is what a
+// full repack keeps exactly as it was (only its record's place may
+// change, and a dedup's copy of it), on stores as written, repacked with
+// either reuse, and with caps tighter than the store's.
+func TestRepackPlanAgrees(t *testing.T) {
+	h, dir := newHistoryStore(t, Config{P1Only: true, MaxChainLen: 6}, 6, 20, 6_000)
+	never := copyStore(t, dir)
+	mustRepack(t, never, RepackOptions{Reuse: ReuseNever, MaxChain: 12})
+	auto := copyStore(t, dir)
+	mustRepack(t, auto, RepackOptions{})
+	h2, plain := newHistoryStore(t, Config{}, 4, 20, 6_000) // small deltas, trusted as written
+	for _, c := range []struct {
+		name string
+		dir  string
+		opt  RepackOptions
+	}{
+		{"as written, p1 only", dir, RepackOptions{}},
+		{"as written", plain, RepackOptions{}},
+		{"after never", never, RepackOptions{MaxChain: 12}},
+		{"after never, tighter caps", never, RepackOptions{MaxChain: 4}},
+		{"after auto", auto, RepackOptions{}},
+	} {
+		d := copyStore(t, c.dir)
+		stable := planStable(t, d, c.opt)
+		before := entries(t, d)
+		c.opt.noWhole = true
+		mustRepack(t, d, c.opt)
+		after := entries(t, d)
+		n := 0
+		for id := range stable {
+			var was, now index.Entry
+			if err := was.UnmarshalBinary(before[id]); err != nil {
+				t.Fatal(err)
+			}
+			if err := now.UnmarshalBinary(after[id]); err != nil {
+				t.Fatal(err)
+			}
+			was.Seg, was.Off, now.Seg, now.Off = 0, 0, 0, 0
+			if was != now {
+				t.Errorf("%s: %v planned stable, but repacked from\n%+v to\n%+v", c.name, id, was, now)
+			}
+			n++
+		}
+		t.Logf("%s: %d of %d revisions stable", c.name, n, len(before))
+		if c.dir == plain {
+			h2.check(t, d)
+		} else {
+			h.check(t, d)
+		}
+	}
+}
+
+// planStable runs the plan on the store in dir and returns the
+// revisions it calls stable.
+func planStable(t *testing.T, dir string, opt RepackOptions) map[index.RevID]bool {
+	t.Helper()
+	lock, err := acquireLock(dir, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.release()
+	rp, err := newRepacker(t.Context(), dir, opt.withDefaults(), lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rp.live.closeKeepLock()
+	p, err := rp.plan(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[index.RevID]bool{}
+	err = rp.live.idx.All(t.Context(), func(e index.Entry) error {
+		if k, _ := index.RefKey(e.ID()); !p.changedSet.Contains(k) {
+			out[e.ID()] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
