@@ -65,7 +65,11 @@
 // Repack rewrites where and how revisions are stored, offline, never their
 // RevIDs or contents: it writes a shadow store, and only once that holds
 // every revision does a marker make the switch roll forward, which Open
-// completes after a crash.
+// completes after a crash. Its cost follows what changes: a segment
+// holding only revisions it would keep as they are is kept whole (linked,
+// not copied; repack_keep.go), a store where that is every segment is left
+// untouched (repack_plan.go), and a repack ends its tail at a new segment
+// so that later writes never share one with what it wrote.
 //
 // GC (gc.go, gc_plan.go) removes revisions: it plans from the snapshots'
 // reference sets, the live files the caller names and a GCPolicy, then

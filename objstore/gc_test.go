@@ -301,3 +301,31 @@ func TestGCEveryOtherRevision(t *testing.T) {
 	}
 	verifyClean(t, s)
 }
+
+// TestGCKeepsSegments: on a repacked store, gc rewrites only the segments
+// holding removed records (or records based on them); every other segment
+// file is kept as it is (repack_keep.go).
+func TestGCKeepsSegments(t *testing.T) {
+	g := newGCStore(t)
+	// One job: files in order, so files 1 and 3 (live) and 2 and 4
+	// (deleted: their history goes) fill segments of their own, mostly.
+	mustRepack(t, g.dir, RepackOptions{Reuse: ReuseNever, Jobs: 1, SegmentSize: 2 << 10})
+	keep := g.expect(t, GCPolicy{})
+	before := segFiles(t, g.dir)
+	rep, err := GC(context.Background(), g.dir, GCOptions{Live: g.liveFn, Repack: RepackOptions{SegmentSize: 2 << 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.checkAfter(t, keep)
+	after := segFiles(t, g.dir)
+	kept := 0
+	for name, fi := range before {
+		if after[name] == fi {
+			kept++
+		}
+	}
+	t.Logf("%d of %d segments kept; %+v", kept, len(before), rep)
+	if kept == 0 || kept < len(before)/4 || kept == len(before) || rep.Reclaimed == 0 {
+		t.Errorf("%d of %d segments kept, %d bytes reclaimed", kept, len(before), rep.Reclaimed)
+	}
+}

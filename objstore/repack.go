@@ -68,9 +68,9 @@ func repackLocked(ctx context.Context, dir string, opt RepackOptions, lock *stor
 		return RepackReport{}, err
 	}
 	var rep RepackReport
-	whole, err := rp.reuseWhole(ctx, &rep)
+	whole, err := rp.planSegments(ctx, &rep)
 	if err == nil && !whole {
-		rp.shadow, err = openShadow(dir, opt)
+		rp.shadow, err = openShadow(dir, opt, rp.kept)
 	}
 	if err != nil || whole {
 		rp.live.closeKeepLock()
@@ -224,7 +224,8 @@ type repacker struct {
 	live    *Store // the store as it is; read only
 	shadow  *Store // dir/repack: the new entries and segments
 	window  int
-	similar *similarFiles // built before the jobs start, read-only after
+	similar *similarFiles   // built before the jobs start, read-only after
+	kept    map[uint32]bool // live segments kept whole (repack_keep.go); read-only
 	// fileDone is closed when a file's job ends (see doneEntry); written
 	// before the jobs start, read-only after.
 	fileDone map[index.FileID]chan struct{}
@@ -350,6 +351,12 @@ func (rp *repacker) run(ctx context.Context) (RepackReport, error) {
 	}
 	if err == nil && rp.opt.keep != nil {
 		err = rp.checkKept(ctx)
+	}
+	if err == nil {
+		err = freshTail(rp.shadow)
+	}
+	if err == nil {
+		err = linkKept(rp.dir, rp.kept)
 	}
 	if err == nil {
 		err = writeSwitch(rp.dir)

@@ -134,7 +134,7 @@ func (rp *repacker) repackRev(ctx context.Context, fw *fileWork, id index.RevID,
 	if e.Kind == index.KindFull {
 		fw.ratio = float64(e.Stored) / float64(max(e.Size, 1))
 	}
-	ne, rec, out, err := rp.decide(ctx, fw, e)
+	ne, rec, out, err := rp.decideKept(ctx, fw, e)
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +169,20 @@ func (rp *repacker) count(out outcome) {
 	default:
 		rp.unchanged.Add(1)
 	}
+}
+
+// decideKept is decide, except for a revision whose record is in a
+// segment kept whole: the plan found decide keeps it exactly as it is
+// (TestRepackPlanAgrees), so its entry stays, place included, and no
+// record is appended.
+func (rp *repacker) decideKept(ctx context.Context, fw *fileWork, e index.Entry) (index.Entry, []byte, outcome, error) {
+	if e.Stored == 0 || !rp.kept[e.Seg] {
+		return rp.decide(ctx, fw, e)
+	}
+	if e.Kind == index.KindFull {
+		return e, nil, outUnchanged, nil
+	}
+	return e, nil, outReused, nil
 }
 
 // decide returns the new entry (without its place) and the record to

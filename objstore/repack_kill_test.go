@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/index"
 )
 
 // The test binary re-executes itself to run a repack that the test kills:
@@ -25,7 +28,7 @@ const repackHelperReuse = "REPACK_HELPER_REUSE"
 // killOptions are the options of every repack in the kill loop, so each
 // run resumes the last one's shadow.
 func killOptions() RepackOptions {
-	return RepackOptions{Reuse: ReuseNever, Jobs: 1, commitEvery: 5, SegmentSize: 64 << 10}
+	return RepackOptions{Reuse: ReuseNever, Jobs: 1, commitEvery: 5, SegmentSize: 8 << 10}
 }
 
 func TestRepackHelperProcess(t *testing.T) {
@@ -175,7 +178,7 @@ func killWhole(t *testing.T, h *history, dir string, r *rand.Rand) {
 			t.Fatalf("round %d: segment files changed: %v -> %v", round, segs, got)
 		}
 	}
-	if rep := mustRepack(t, dir, RepackOptions{Reuse: ReuseAuto, SegmentSize: 64 << 10}); !rep.Whole {
+	if rep := mustRepack(t, dir, RepackOptions{Reuse: ReuseAuto, SegmentSize: 8 << 10}); !rep.Whole {
 		t.Errorf("auto on the repacked store: %+v", rep)
 	}
 	if exists(filepath.Join(dir, shadowName)) {
@@ -183,6 +186,47 @@ func killWhole(t *testing.T, h *history, dir string, r *rand.Rand) {
 	}
 	h.check(t, dir)
 	t.Logf("reuse=auto, left whole: %d of 8 runs finished before the kill", finished)
+	killKept(t, h, dir, r)
+}
+
+// killKept writes a fulltext into the repacked store, then kills
+// --reuse=auto repacks, which keep every other segment whole (linked into
+// the shadow, repack_keep.go), at random moments, the switch included;
+// the store reads back after each, and the last run leaves the kept
+// segments' files as they were.
+func killKept(t *testing.T, h *history, dir string, r *rand.Rand) {
+	s, err := Open(dir, Config{SegmentSize: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := index.RevID{File: 1, Rev: index.Rev(h.revs)}
+	h.texts[id] = genText(rand.New(rand.NewPCG(9, 9)), 30_000)
+	mustPut(t, s, PutRequest{File: 1, Data: bytes.Clone(h.texts[id]), P1: index.RevID{File: 1, Rev: id.Rev - 1}})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segs := segFiles(t, dir)
+	killed := 0
+	for round := 0; round < 12; round++ {
+		cmd, sc := startRepackHelper(t, dir, repackHelperReuse+"=auto")
+		if killAfter(t, cmd, sc, time.Duration(r.IntN(30*(round+1)))*time.Millisecond) {
+			killed++
+		}
+		h.check(t, dir)
+	}
+	rep := mustRepack(t, dir, RepackOptions{Reuse: ReuseAuto, Jobs: 1, commitEvery: 5, SegmentSize: 8 << 10})
+	h.check(t, dir)
+	kept := 0
+	after := segFiles(t, dir)
+	for name, fi := range segs {
+		if after[name] == fi {
+			kept++
+		}
+	}
+	if kept == 0 || kept == len(segs) && !rep.Whole {
+		t.Errorf("%d of %d segments kept; last run %+v", kept, len(segs), rep)
+	}
+	t.Logf("reuse=auto keeping segments: %d of 12 runs killed; %d of %d segments kept", killed, kept, len(segs))
 }
 
 // killMidway runs a repack and kills it once it has committed at least one

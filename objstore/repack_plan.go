@@ -18,8 +18,8 @@ import (
 // shadow, in one pass: which revisions it would keep exactly as they are
 // (stable), and so which segments hold nothing else. When every segment
 // does, the store is left alone: no record is read or copied, no entry
-// written, nothing to switch, and so nothing a crash could leave half
-// done.
+// written (but the tail, once: see freshTail), nothing to switch, and
+// so nothing a crash could leave half done.
 //
 // A revision is stable when decide would keep it as it is, which the
 // index alone tells (no text is needed):
@@ -34,7 +34,13 @@ import (
 //   - a dedup of a stable revision (in any file: dedupEntry and the
 //     switch take its target's chain facts wherever it is).
 //
-// Anything else may change, and so may every revision based on it.
+// Anything else may change, and so may every revision based on it; a
+// revision gc removes is not stable either.
+//
+// When only some segments hold nothing but stable revisions (a repacked
+// store written to since, a gc that removes a few revisions), those are
+// kept whole (repack_keep.go): linked into the shadow under the same
+// number instead of copied, their revisions' entries kept as they are.
 
 // repackPlan is what the plan found.
 type repackPlan struct {
@@ -84,11 +90,11 @@ func (rp *repacker) plan(ctx context.Context) (*repackPlan, error) {
 			f.ratio = float64(e.Stored) / float64(max(e.Size, 1))
 		}
 		p.revisions++
-		if e.Kind == index.KindDedup && e.Base.File > e.File {
+		if e.Kind == index.KindDedup && e.Base.File > e.File && rp.keeps(e.ID()) {
 			later = append(later, e)
 			return nil
 		}
-		ok := rp.stable(e, &f, changed)
+		ok := rp.keeps(e.ID()) && rp.stable(e, &f, changed)
 		if ok {
 			f.stable[e.Rev] = e
 		} else {
@@ -116,6 +122,21 @@ func (rp *repacker) plan(ctx context.Context) (*repackPlan, error) {
 	}
 	p.changedSet = changed
 	return p, err
+}
+
+// keeps says whether the repack keeps id at all (gc leaves some out).
+func (rp *repacker) keeps(id index.RevID) bool { return rp.opt.keep == nil || rp.opt.keep.keeps(id) }
+
+// keptWhole returns the segments whose every byte is a stable revision's
+// record, given the size of every segment file.
+func (p *repackPlan) keptWhole(sizes map[uint32]int64) map[uint32]bool {
+	kept := map[uint32]bool{}
+	for n, b := range p.segs {
+		if sz, ok := sizes[n]; ok && uint64(sz) == b && !p.changedIn[n] {
+			kept[n] = true
+		}
+	}
+	return kept
 }
 
 // stable says whether decide would keep e exactly as it is.
@@ -183,12 +204,12 @@ func segmentSizes(dir string) (map[uint32]int64, error) {
 	return sizes, nil
 }
 
-// reuseWhole plans (reuse=auto, no gc) and, when the repack would leave
-// the store as it is, fills rep in and returns true: the caller stops
-// there. A shadow an interrupted run left is removed then: it could only
-// rewrite records as they are.
-func (rp *repacker) reuseWhole(ctx context.Context, rep *RepackReport) (bool, error) {
-	if rp.opt.Reuse != ReuseAuto || rp.opt.keep != nil || rp.opt.noWhole {
+// planSegments plans (reuse=auto) and, when the repack would leave the
+// store as it is, fills rep in and returns true: the caller stops there.
+// A shadow an interrupted run left is removed then: it could only rewrite
+// records as they are. Otherwise it sets the segments kept whole.
+func (rp *repacker) planSegments(ctx context.Context, rep *RepackReport) (bool, error) {
+	if rp.opt.Reuse != ReuseAuto {
 		return false, nil
 	}
 	p, err := rp.plan(ctx)
@@ -196,10 +217,19 @@ func (rp *repacker) reuseWhole(ctx context.Context, rep *RepackReport) (bool, er
 		return false, err
 	}
 	sizes, err := segmentSizes(rp.dir)
-	if err != nil || !p.whole(sizes) {
+	if err != nil {
 		return false, err
 	}
+	if rp.opt.keep != nil || rp.opt.noWhole || !p.whole(sizes) {
+		rp.kept = p.keptWhole(sizes)
+		return false, nil
+	}
 	if err := removeShadow(filepath.Join(rp.dir, shadowName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	// What is written next goes to a segment of its own (see freshTail):
+	// the one index row this writes, once.
+	if err := freshTail(rp.live); err != nil {
 		return false, err
 	}
 	st, err := rp.live.Stats(ctx)

@@ -234,3 +234,118 @@ func planStable(t *testing.T, dir string, opt RepackOptions) map[index.RevID]boo
 	}
 	return out
 }
+
+// TestRepackKeepsSegments: a repacked store written to since keeps every
+// segment that holds only revisions a repack keeps as they are: the same
+// file (linked, not copied), its entries not rewritten; only what changed
+// goes to new segments, numbered above the kept ones.
+func TestRepackKeepsSegments(t *testing.T) {
+	const seg = 4 << 10
+	h, dir := newHistoryStore(t, Config{SegmentSize: seg}, 6, 30, 12_000)
+	mustRepack(t, dir, RepackOptions{Reuse: ReuseNever, SegmentSize: seg})
+	segs := segFiles(t, dir)
+	if len(segs) < 4 {
+		t.Fatalf("want several segments, got %d", len(segs))
+	}
+	// A fulltext no repack chose, in the tail segment or a new one.
+	s, err := Open(dir, Config{SegmentSize: seg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := index.RevID{File: 2, Rev: index.Rev(h.revs)}
+	h.texts[id] = genText(rand.New(rand.NewPCG(8, 8)), 6000)
+	mustPut(t, s, PutRequest{File: 2, Data: bytes.Clone(h.texts[id]), P1: index.RevID{File: 2, Rev: id.Rev - 1}})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, ents := segFiles(t, dir), entries(t, dir)
+	rep := mustRepack(t, dir, RepackOptions{SegmentSize: seg})
+	t.Logf("%+v", rep)
+	h.check(t, dir)
+	after, got := segFiles(t, dir), entries(t, dir)
+	kept, top := 0, ""
+	for name, fi := range before {
+		if after[name][0] == fi[0] { // same inode: kept whole
+			kept++
+			if after[name][1] != fi[1] {
+				t.Errorf("kept segment %s was written", name)
+			}
+		}
+		top = max(top, name)
+	}
+	t.Logf("%d of %d segments kept", kept, len(before))
+	if rep.Whole || kept < len(before)-1 {
+		t.Errorf("%d of %d segments kept (report %+v)", kept, len(before), rep)
+	}
+	for name := range after {
+		if _, ok := before[name]; !ok && name <= top {
+			t.Errorf("new segment %s numbered below a kept one (%s)", name, top)
+		}
+	}
+	same := 0
+	for id, b := range ents {
+		if bytes.Equal(got[id], b) {
+			same++
+		}
+	}
+	if same < len(ents)*8/10 {
+		t.Errorf("%d of %d entries unchanged", same, len(ents))
+	}
+	if rep := mustRepack(t, dir, RepackOptions{SegmentSize: seg}); !rep.Whole {
+		t.Errorf("repacked again: %+v", rep)
+	}
+	h.check(t, dir)
+}
+
+// liveTail returns the committed tail of the store in dir.
+func liveTail(t *testing.T, dir string) index.Tail {
+	t.Helper()
+	s, err := Open(dir, Config{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tail, err := s.idx.Tail()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tail
+}
+
+// TestRepackFreshTail: a repack leaves the tail at the start of a new
+// segment, so that what is written next does not share a segment with
+// what it wrote; a store left whole gets its tail moved there too, and a
+// small delta written since (kept as it is) then stays in its segment.
+func TestRepackFreshTail(t *testing.T) {
+	h, dir := newHistoryStore(t, Config{}, 2, 20, 8_000)
+	mustRepack(t, dir, RepackOptions{Reuse: ReuseNever})
+	tail := liveTail(t, dir)
+	if tail.End != 0 {
+		t.Fatalf("after a repack the tail is %+v, not the start of a segment", tail)
+	}
+	s, err := Open(dir, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := index.RevID{File: 1, Rev: index.Rev(h.revs - 1)}
+	id := index.RevID{File: 1, Rev: last.Rev + 1}
+	h.texts[id] = append(bytes.Clone(h.texts[last]), "one more line\n"...)
+	e := mustPut(t, s, PutRequest{File: 1, Data: bytes.Clone(h.texts[id]), P1: last})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if e.Seg != tail.Seg || e.Off != 0 {
+		t.Fatalf("the put after the repack went to segment %d at %d, want %d at 0", e.Seg, e.Off, tail.Seg)
+	}
+	segs := segFiles(t, dir)
+	if rep := mustRepack(t, dir, RepackOptions{}); !rep.Whole {
+		t.Fatalf("a small delta since: %+v", rep)
+	}
+	if got := liveTail(t, dir); got != (index.Tail{Seg: tail.Seg + 1}) {
+		t.Errorf("whole: tail %+v, want the start of segment %d", got, tail.Seg+1)
+	}
+	if got := segFiles(t, dir); !mapsEqual(got, segs) {
+		t.Errorf("segment files changed: %v -> %v", segs, got)
+	}
+	h.check(t, dir)
+}

@@ -44,10 +44,14 @@ const (
 )
 
 // openShadow opens the shadow store of an interrupted repack with the same
-// options, or creates a fresh one.
-func openShadow(dir string, opt RepackOptions) (*Store, error) {
+// options and kept segments, or creates a fresh one.
+func openShadow(dir string, opt RepackOptions, kept map[uint32]bool) (*Store, error) {
 	sdir := filepath.Join(dir, shadowName)
-	want := shadowOptions(opt)
+	layout, from, err := keptOptions(dir, kept)
+	if err != nil {
+		return nil, err
+	}
+	want := shadowOptions(opt) + layout
 	cfg := Config{Logger: opt.Logger, SegmentSize: opt.SegmentSize, CacheBytes: 16 << 20, LatestBytes: 1,
 		MaxChainLen: opt.MaxChain, MaxReadRatio: opt.MaxReadRatio}.withDefaults()
 	got, err := os.ReadFile(filepath.Join(sdir, optionsName))
@@ -67,6 +71,10 @@ func openShadow(dir string, opt RepackOptions) (*Store, error) {
 	}
 	s, err := openLocked(sdir, cfg, nil, true)
 	if err != nil {
+		return nil, err
+	}
+	if err := startSegmentsAt(s, from); err != nil {
+		s.closeKeepLock()
 		return nil, err
 	}
 	// OPTIONS last: its presence says the shadow is usable.
@@ -217,9 +225,11 @@ func copyShadow(dir, sdir string, log *slog.Logger) error {
 		if err != nil {
 			return err
 		}
-		lm.LastSnap, lm.HasSnap = sm.LastSnap, sm.HasSnap
-		b.Files[f] = lm // carries the record of a file with no kept revision, too
-		if err := copyFile(sdb, f, &b, flush); err != nil || !gc {
+		if lm.LastSnap != sm.LastSnap || lm.HasSnap != sm.HasSnap || gc {
+			lm.LastSnap, lm.HasSnap = sm.LastSnap, sm.HasSnap
+			b.Files[f] = lm // carries the record of a file with no kept revision, too
+		}
+		if err := copyFile(ldb, sdb, f, &b, flush); err != nil || !gc {
 			return err
 		}
 		return deleteRemoved(ldb, sdb, f)
@@ -227,7 +237,7 @@ func copyShadow(dir, sdir string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	return flush()
+	return ldb.Commit(&b) // the shadow's tail, even if no row changed
 }
 
 // checkComplete refuses a shadow that lacks a revision of the live store:
@@ -246,9 +256,19 @@ func checkComplete(ldb, sdb *index.DB) error {
 }
 
 // copyFile adds file f's shadow entries to b, flushing it every
-// switchChunk entries. A dedup entry takes the chain facts of its
-// target's new entry (its target may be in a file done after it).
-func copyFile(sdb *index.DB, f index.FileID, b *index.Batch, flush func() error) error {
+// switchChunk entries, except those the live index holds as they are
+// (kept whole, or copied verbatim to the same place: see repack_keep.go).
+// A dedup entry takes the chain facts of its target's new entry (its
+// target may be in a file done after it).
+func copyFile(ldb, sdb *index.DB, f index.FileID, b *index.Batch, flush func() error) error {
+	live := map[index.Rev]index.Entry{} // one file's: bounded like its history
+	err := ldb.Revisions(nil, f, func(e index.Entry) error {
+		live[e.Rev] = e
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	return sdb.Revisions(nil, f, func(e index.Entry) error {
 		if e.Kind == index.KindDedup {
 			te, err := sdb.Entry(e.Base)
@@ -256,6 +276,9 @@ func copyFile(sdb *index.DB, f index.FileID, b *index.Batch, flush func() error)
 				return fmt.Errorf("dedup %v: %w", e.ID(), err)
 			}
 			e.ChainLen, e.ChainBytes, e.Seg, e.Off = te.ChainLen, te.ChainBytes, te.Seg, te.Off
+		}
+		if le, ok := live[e.Rev]; ok && le == e {
+			return nil
 		}
 		b.Entries = append(b.Entries, e)
 		if len(b.Entries) >= switchChunk {
