@@ -132,6 +132,7 @@ type RepackOptions struct {
 	commitEvery int                     // revisions per shadow commit (tests make it small)
 	stopAt      func(step string) error // test hook: end the switch after a step, as a crash would
 	noWhole     bool                    // test hook: never leave the store as it is (see repack_plan.go)
+	keepAll     bool                    // test hook: keep every segment whole, whatever the plan says
 }
 
 const (

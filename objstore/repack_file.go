@@ -175,6 +175,13 @@ func (rp *repacker) count(out outcome) {
 // segment kept whole: the plan found decide keeps it exactly as it is
 // (TestRepackPlanAgrees), so its entry stays, place included, and no
 // record is appended.
+//
+// Its chain facts hold only if its base's new entry has the same ones, and
+// it must still meet the caps: the plan says so, and this checks it.
+// Should the two ever disagree (a bug), the repack fails before its
+// switch, leaving the store as it was, rather than keep an entry whose
+// chain facts are wrong; storing the revision anew instead would leave
+// its old record in the kept segment, bytes no entry points at.
 func (rp *repacker) decideKept(ctx context.Context, fw *fileWork, e index.Entry) (index.Entry, []byte, outcome, error) {
 	if e.Stored == 0 || !rp.kept[e.Seg] {
 		return rp.decide(ctx, fw, e)
@@ -182,8 +189,18 @@ func (rp *repacker) decideKept(ctx context.Context, fw *fileWork, e index.Entry)
 	if e.Kind == index.KindFull {
 		return e, nil, outUnchanged, nil
 	}
+	be, ok := rp.doneEntry(ctx, fw.id, e.Base)
+	c := candidateOf(RoleCarried, be)
+	c.DeltaLen = int64(e.Stored)
+	if !ok || reusedEntry(e, be) != e || rule(c, Target{TextLen: e.Size, FullLen: math.MaxUint64}, rp.caps) != "" {
+		return index.Entry{}, nil, 0, fmt.Errorf("%w: revision %v in kept segment %d: its base %v changed or its chain breaks the caps; --reuse=never repacks without keeping segments",
+			errPlanDiverged, e.ID(), e.Seg, e.Base)
+	}
 	return e, nil, outReused, nil
 }
+
+// errPlanDiverged: see decideKept.
+var errPlanDiverged = errors.New("repack plan and decision disagree")
 
 // decide returns the new entry (without its place) and the record to
 // append (nil for a dedup).

@@ -3,6 +3,7 @@ package objstore
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,5 +125,38 @@ func linkOne(src, dst string) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return os.Link(src, dst)
+	if err := os.Link(src, dst); err == nil || errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	// A file system without hard links: the same bytes at the same
+	// offsets serve as well, at the cost of the copy.
+	return copySegment(src, dst)
+}
+
+// copySegment copies src to dst durably (through a temporary name).
+func copySegment(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := dst + ".tmp"
+	out, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }

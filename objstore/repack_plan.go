@@ -76,7 +76,7 @@ type planFile struct {
 	ratioOK bool
 }
 
-// plan walks the live index once (reuse=auto, no gc).
+// plan walks the live index once (reuse=auto).
 func (rp *repacker) plan(ctx context.Context) (*repackPlan, error) {
 	p := &repackPlan{segs: map[uint32]uint64{}, changedIn: map[uint32]bool{}}
 	changed := index.NewRefs() // of earlier files, for bases in other files
@@ -86,7 +86,7 @@ func (rp *repacker) plan(ctx context.Context) (*repackPlan, error) {
 		if e.File != f.id {
 			f = planFile{id: e.File, stable: map[index.Rev]index.Entry{}, ratioOK: true}
 		}
-		if e.Kind == index.KindFull {
+		if e.Kind == index.KindFull && rp.keeps(e.ID()) { // as repackRev sets it
 			f.ratio = float64(e.Stored) / float64(max(e.Size, 1))
 		}
 		p.revisions++
@@ -222,6 +222,11 @@ func (rp *repacker) planSegments(ctx context.Context, rep *RepackReport) (bool, 
 	}
 	if rp.opt.keep != nil || rp.opt.noWhole || !p.whole(sizes) {
 		rp.kept = p.keptWhole(sizes)
+		if rp.opt.keepAll {
+			for n := range sizes {
+				rp.kept[n] = true
+			}
+		}
 		return false, nil
 	}
 	if err := removeShadow(filepath.Join(rp.dir, shadowName)); err != nil && !errors.Is(err, os.ErrNotExist) {
