@@ -168,9 +168,9 @@ func killWhole(t *testing.T, h *history, dir string, r *rand.Rand) {
 		}
 	}
 	finished := 0
-	for round := range 8 {
+	for round := range 5 {
 		cmd, sc := startRepackHelper(t, dir, repackHelperReuse+"=auto")
-		if !killAfter(t, cmd, sc, time.Duration(r.IntN(40*(round+1)))*time.Millisecond) {
+		if !killAfter(t, cmd, sc, time.Duration(r.IntN(60*(round+1)))*time.Millisecond) {
 			finished++
 		}
 		h.check(t, dir)
@@ -185,7 +185,7 @@ func killWhole(t *testing.T, h *history, dir string, r *rand.Rand) {
 		t.Error("the interrupted never run's shadow is still there")
 	}
 	h.check(t, dir)
-	t.Logf("reuse=auto, left whole: %d of 8 runs finished before the kill", finished)
+	t.Logf("reuse=auto, left whole: %d of 5 runs finished before the kill", finished)
 	killKept(t, h, dir, r)
 }
 
@@ -207,9 +207,9 @@ func killKept(t *testing.T, h *history, dir string, r *rand.Rand) {
 	}
 	segs := segFiles(t, dir)
 	killed := 0
-	for round := 0; round < 12; round++ {
+	for round := 0; round < 8; round++ {
 		cmd, sc := startRepackHelper(t, dir, repackHelperReuse+"=auto")
-		if killAfter(t, cmd, sc, time.Duration(r.IntN(30*(round+1)))*time.Millisecond) {
+		if killAfter(t, cmd, sc, time.Duration(r.IntN(40*(round+1)))*time.Millisecond) {
 			killed++
 		}
 		h.check(t, dir)
@@ -226,7 +226,7 @@ func killKept(t *testing.T, h *history, dir string, r *rand.Rand) {
 	if kept == 0 || kept == len(segs) && !rep.Whole {
 		t.Errorf("%d of %d segments kept; last run %+v", kept, len(segs), rep)
 	}
-	t.Logf("reuse=auto keeping segments: %d of 12 runs killed; %d of %d segments kept", killed, kept, len(segs))
+	t.Logf("reuse=auto keeping segments: %d of 8 runs killed; %d of %d segments kept", killed, kept, len(segs))
 }
 
 // killMidway runs a repack and kills it once it has committed at least one

@@ -56,7 +56,7 @@ func entries(t *testing.T, dir string) map[index.RevID][]byte {
 // same entries, no shadow; and every case where something would change
 // still runs the repack.
 func TestRepackReuseWhole(t *testing.T) {
-	h, dir := newHistoryStore(t, Config{}, 4, 30, 12_000)
+	h, dir := newHistoryStore(t, Config{}, 3, 16, 6_000)
 	first := mustRepack(t, dir, RepackOptions{})
 	if first.Whole {
 		t.Fatalf("a store as written is not a repacked one: %+v", first)
@@ -158,12 +158,12 @@ func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
 // change, and a dedup's copy of it), on stores as written, repacked with
 // either reuse, and with caps tighter than the store's.
 func TestRepackPlanAgrees(t *testing.T) {
-	h, dir := newHistoryStore(t, Config{P1Only: true, MaxChainLen: 6}, 6, 20, 6_000)
+	h, dir := newHistoryStore(t, Config{P1Only: true, MaxChainLen: 6}, 4, 14, 4_000)
 	never := copyStore(t, dir)
 	mustRepack(t, never, RepackOptions{Reuse: ReuseNever, MaxChain: 12})
 	auto := copyStore(t, dir)
 	mustRepack(t, auto, RepackOptions{})
-	h2, plain := newHistoryStore(t, Config{}, 4, 20, 6_000) // small deltas, trusted as written
+	h2, plain := newHistoryStore(t, Config{}, 3, 14, 4_000) // small deltas, trusted as written
 	for _, c := range []struct {
 		name string
 		dir  string
@@ -242,7 +242,7 @@ func planStable(t *testing.T, dir string, opt RepackOptions) map[index.RevID]boo
 // goes to new segments, numbered above the kept ones.
 func TestRepackKeepsSegments(t *testing.T) {
 	const seg = 4 << 10
-	h, dir := newHistoryStore(t, Config{SegmentSize: seg}, 6, 30, 12_000)
+	h, dir := newHistoryStore(t, Config{SegmentSize: seg}, 6, 14, 6_000)
 	mustRepack(t, dir, RepackOptions{Reuse: ReuseNever, SegmentSize: seg})
 	segs := segFiles(t, dir)
 	if len(segs) < 4 {
@@ -318,7 +318,7 @@ func liveTail(t *testing.T, dir string) index.Tail {
 // what it wrote; a store left whole gets its tail moved there too, and a
 // small delta written since (kept as it is) then stays in its segment.
 func TestRepackFreshTail(t *testing.T) {
-	h, dir := newHistoryStore(t, Config{}, 2, 20, 8_000)
+	h, dir := newHistoryStore(t, Config{}, 2, 12, 6_000)
 	mustRepack(t, dir, RepackOptions{Reuse: ReuseNever})
 	tail := liveTail(t, dir)
 	if tail.End != 0 {
@@ -401,7 +401,7 @@ func TestLinkOne(t *testing.T) {
 // most chains), the repack fails before its switch and the store is left
 // as it was, reading back clean.
 func TestRepackKeptBaseChanged(t *testing.T) {
-	h, dir := newHistoryStore(t, Config{SegmentSize: 4 << 10}, 3, 30, 8_000)
+	h, dir := newHistoryStore(t, Config{SegmentSize: 4 << 10}, 3, 16, 6_000)
 	mustRepack(t, dir, RepackOptions{Reuse: ReuseNever, SegmentSize: 4 << 10})
 	before, segs := entries(t, dir), segFiles(t, dir)
 	_, err := Repack(t.Context(), dir, RepackOptions{MaxChain: 3, SegmentSize: 4 << 10, keepAll: true})
