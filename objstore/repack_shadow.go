@@ -220,39 +220,26 @@ func copyShadow(dir, sdir string, log *slog.Logger) error {
 		b.Entries, b.Files = b.Entries[:0], map[index.FileID]index.FileMeta{}
 		return err
 	}
-	err = sdb.Files(nil, func(f index.FileID, sm index.FileMeta) error {
-		lm, err := ldb.File(f)
-		if err != nil {
-			return err
-		}
-		if lm.LastSnap != sm.LastSnap || lm.HasSnap != sm.HasSnap || gc {
+	if !gc {
+		err = copyMerged(ldb, sdb, &b, flush)
+	} else {
+		err = sdb.Files(nil, func(f index.FileID, sm index.FileMeta) error {
+			lm, err := ldb.File(f)
+			if err != nil {
+				return err
+			}
 			lm.LastSnap, lm.HasSnap = sm.LastSnap, sm.HasSnap
 			b.Files[f] = lm // carries the record of a file with no kept revision, too
-		}
-		if err := copyFile(ldb, sdb, f, &b, flush); err != nil || !gc {
-			return err
-		}
-		return deleteRemoved(ldb, sdb, f)
-	})
+			if err := copyFile(ldb, sdb, f, &b, flush); err != nil {
+				return err
+			}
+			return deleteRemoved(ldb, sdb, f)
+		})
+	}
 	if err != nil {
 		return err
 	}
 	return ldb.Commit(&b) // the shadow's tail, even if no row changed
-}
-
-// checkComplete refuses a shadow that lacks a revision of the live store:
-// SWITCH is only written once the shadow holds all of them.
-func checkComplete(ldb, sdb *index.DB) error {
-	return ldb.Files(nil, func(f index.FileID, lm index.FileMeta) error {
-		if lm.Revs == 0 {
-			return nil
-		}
-		sm, err := sdb.File(f)
-		if err != nil || sm.Revs != lm.Revs {
-			return fmt.Errorf("%w: shadow has %d of the %d revisions of file %d (%v)", ErrCorrupt, sm.Revs, lm.Revs, f, err)
-		}
-		return nil
-	})
 }
 
 // copyFile adds file f's shadow entries to b, flushing it every
