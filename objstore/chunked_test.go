@@ -142,7 +142,7 @@ func FuzzChunkedDecode(f *testing.F) {
 // one is stored raw.
 func TestPutBigChunked(t *testing.T) {
 	ctx := context.Background()
-	s, dir := openNew(t, Config{})
+	s, dir := openNew(t, Config{LatestBytes: 16 << 20})
 	f, _ := s.NewFile("big")
 	data := bigMixed(3, bigFull+chunkSize/2+17)
 	e, err := s.Put(ctx, PutRequest{File: f, Data: bytes.Clone(data)})
@@ -151,6 +151,16 @@ func TestPutBigChunked(t *testing.T) {
 	}
 	if e.Flags&index.FlagChunked == 0 || e.Kind != index.KindFull || uint64(e.Stored) >= e.Size {
 		t.Fatalf("big fulltext stored as flags %#x kind %v, %d of %d bytes", e.Flags, e.Kind, e.Stored, e.Size)
+	}
+	if used, n := s.latest.size(); n != 0 {
+		t.Fatalf("a text of %d bytes is kept as the latest (%d bytes held): over the 16 MiB budget", len(data), used)
+	}
+	mid, _ := s.NewFile("mid") // over the budget, under bigFull: kept alone
+	if _, err := s.Put(ctx, PutRequest{File: mid, Data: genText(rand.New(rand.NewPCG(4, 4)), 20<<20)}); err != nil {
+		t.Fatal(err)
+	}
+	if used, n := s.latest.size(); n != 1 || used != 20<<20 {
+		t.Fatalf("a 20 MiB text: latest holds %d texts, %d bytes; want it alone", n, used)
 	}
 	noise := make([]byte, bigFull)
 	crand.Read(noise)

@@ -78,7 +78,9 @@ func (s *Store) PutNoWait(ctx context.Context, req PutRequest) (index.Entry, fun
 	if e.Rev > 0 {
 		s.latest.remove(index.RevID{File: e.File, Rev: e.Rev - 1})
 	}
-	s.latest.add(e.ID(), data)
+	if keepLatest(len(data), s.cfg.LatestBytes) {
+		s.latest.add(e.ID(), data)
+	}
 	s.wmu.Unlock()
 	return e, func() error { return s.wait(b) }, nil
 }
@@ -169,4 +171,16 @@ func (s *Store) dedup(ctx context.Context, e *index.Entry, data []byte) (bool, e
 		return true, nil
 	}
 	return false, nil
+}
+
+// keepLatest reports whether a put keeps its text of n bytes as the
+// file's latest. A text over the latest budget is kept alone (the next
+// put of an 8 MiB file would otherwise rebuild its parent), unless it is
+// a big fulltext (bigFull): then holding it would pin hundreds of MiB for
+// as long as no other file is put (M1: a 1 GiB text, and a read of it
+// cloned it, 3 GB of RSS), while rebuilding it costs a read and an S2
+// decode at GB/s, and its in-place changes (delta-only puts) never need
+// it.
+func keepLatest(n int, budget int64) bool {
+	return n < bigFull || int64(n) <= budget
 }
