@@ -48,7 +48,7 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	}
 	fh := n.openHandle(fd, flags, nil, truncFrom, watch)
 	_, pt := fh.(*passthroughHandle)
-	truncate := truncFrom != 0 && flags&syscall.O_TRUNC != 0
+	truncate := flags&syscall.O_TRUNC != 0
 	if truncate {
 		if errno := n.truncateOpened(ctx, fd); errno != 0 {
 			fh.(gofs.FileReleaser).Release(ctx)
@@ -82,6 +82,9 @@ func (n *Node) writesDropPrivs(ctx context.Context, fd int) bool {
 // until it has (once the session is joined, a late RELEASE merges into
 // it instead of reporting). The session is journaled (Dirtied) first.
 func (n *Node) truncateOpened(ctx context.Context, fd int) syscall.Errno {
+	if st := fstat(fd); st != nil && st.Size == 0 {
+		return 0 // nothing to truncate, nothing to journal
+	}
 	if errno := n.waitRecorded(ctx); errno != 0 {
 		return errno
 	}
