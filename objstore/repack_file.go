@@ -64,6 +64,9 @@ func (rp *repacker) repackFile(ctx context.Context, j fileJob) error {
 		}
 		var written uint64
 		b, err := rp.repackRev(ctx, fw, id, &written)
+		if errors.Is(err, errRemoved) {
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("revision %d of file %d: %w", rev, j.id, err)
 		}
@@ -71,9 +74,9 @@ func (rp *repacker) repackFile(ctx context.Context, j fileJob) error {
 			return err
 		}
 	}
-	if rp.opt.keep != nil && fw.meta.Revs < j.meta.Revs {
-		// The file's last revisions were left out: record that it is
-		// done all the same.
+	if fw.meta.Revs < j.meta.Revs {
+		// The file's last revisions were left out (by this gc or an
+		// earlier one): record that it is done all the same.
 		fw.meta.Revs = j.meta.Revs
 		if err := rp.appended(rp.shadow.enqueueMeta(j.id, fw.meta), 0); err != nil {
 			return err
@@ -128,6 +131,9 @@ func (rp *repacker) commitRest() error {
 // repackRev decides how to store one revision and appends it to the shadow.
 func (rp *repacker) repackRev(ctx context.Context, fw *fileWork, id index.RevID, written *uint64) (*batch, error) {
 	e, err := rp.live.idx.Entry(id)
+	if errors.Is(err, index.ErrNotFound) {
+		return nil, errRemoved
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -198,6 +204,11 @@ func (rp *repacker) decideKept(ctx context.Context, fw *fileWork, e index.Entry)
 	}
 	return e, nil, outReused, nil
 }
+
+// errRemoved: a revision number below the file's count has no entry: an
+// earlier gc removed it (its history may start past revision 0, or have
+// gaps), so there is nothing to repack.
+var errRemoved = errors.New("revision removed by gc")
 
 // errPlanDiverged: see decideKept.
 var errPlanDiverged = errors.New("repack plan and decision disagree")
