@@ -26,9 +26,6 @@ type DB struct {
 	bdb      *badger.DB
 	alloc    sync.Mutex // serialises NewFile's allocations (not its commits)
 	nextFile FileID     // next FileID to allocate, 0 until read; with alloc held
-
-	holdMu sync.Mutex
-	holds  *holdStamp // the stamp the hold rows are known valid for; nil: not (holds_stamp.go)
 }
 
 // Memory settings. The mount runs for days next to the user's work, so the
@@ -67,12 +64,7 @@ func Open(dir string, opt Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("index: open %s: %w", dir, err)
 	}
-	db := &DB{bdb: bdb}
-	if err := db.trustHolds(); err != nil {
-		bdb.Close()
-		return nil, fmt.Errorf("index: open %s: hold rows: %w", dir, err)
-	}
-	return db, nil
+	return &DB{bdb: bdb}, nil
 }
 
 // Close closes the database.

@@ -68,10 +68,14 @@ const (
 	// A later repack with reuse keeps that choice verbatim (git's delta
 	// reuse) as long as it meets the caps.
 	FlagRepacked Flags = 1 << 9
+	// FlagFastZstd lives in the index only: the fulltext was compressed
+	// at zstd's fastest level by a writer that must keep up (the mount,
+	// objstore.Config.FastFulltexts). A repack recompresses it.
+	FlagFastZstd Flags = 1 << 10
 )
 
 // RecordFlags returns the flags a revision's segment record carries.
-func (f Flags) RecordFlags() Flags { return f &^ (FlagHashDeferred | FlagRepacked) }
+func (f Flags) RecordFlags() Flags { return f &^ (FlagHashDeferred | FlagRepacked | FlagFastZstd) }
 
 // Entry is the index record of one revision.
 type Entry struct {
@@ -88,7 +92,7 @@ type Entry struct {
 	Seg        uint32   // segment holding the record
 	Off        uint64   // record offset in that segment
 	Flags      Flags
-	Time       int64 // unix nanoseconds of the put, or of when its content was taken (objstore.PutRequest.Time)
+	Time       int64 // unix nanoseconds of the put
 }
 
 // ID returns the entry's RevID.

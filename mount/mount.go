@@ -126,7 +126,9 @@ type running struct {
 
 // open opens the store and builds the live tree over it.
 func open(store, mnt string, cfg Config) (*running, error) {
-	st, err := objstore.Open(store, objstore.Config{Create: !cfg.ReadOnly, ReadOnly: cfg.ReadOnly, Holder: "mounted on " + mnt, Logger: cfg.Logger})
+	// FastFulltexts: recording keeps up with a tree of new files; a
+	// repack recompresses their fulltexts at the better level.
+	st, err := objstore.Open(store, objstore.Config{Create: !cfg.ReadOnly, ReadOnly: cfg.ReadOnly, FastFulltexts: true, Holder: "mounted on " + mnt, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -73,7 +73,13 @@ func (s *Store) store(ctx context.Context, e *index.Entry, req *PutRequest, meta
 		e.Kind, e.Base, e.ChainLen = kindOf(c.Role, d.Intermediate), c.Base, c.BaseChainLen+1
 		e.ChainBytes = c.BaseChainBytes
 	}
-	return s.appendEntry(e, flags, payload)
+	if err := s.appendEntry(e, flags, payload); err != nil {
+		return err
+	}
+	if e.Kind == index.KindFull && s.cfg.FastFulltexts && len(data) < bigFull {
+		e.Flags |= index.FlagFastZstd
+	}
+	return nil
 }
 
 // anyChainPasses reports whether some candidate's chain leaves room for it.

@@ -258,12 +258,13 @@ type fullRec struct {
 	flags   byte
 }
 
-// fullLen sets t.FullLen: the existing fulltext record's exact size, an
-// estimate the best delta is clearly below (see fullMargin), or the
-// compressed text's.
+// fullLen sets t.FullLen: the existing fulltext record's exact size (not
+// for one compressed at the fast level: index.FlagFastZstd, which is
+// recompressed), an estimate the best delta is clearly below (see
+// fullMargin), or the compressed text's.
 func (rp *repacker) fullLen(fw *fileWork, e index.Entry, text []byte, t *Target, cands []prepared) (fullRec, error) {
 	var f fullRec
-	if e.Kind == index.KindFull {
+	if e.Kind == index.KindFull && e.Flags&index.FlagFastZstd == 0 {
 		var err error
 		f.raw, err = rp.rawRecord(&e)
 		t.FullLen = uint64(len(f.raw))
@@ -336,7 +337,7 @@ func (rp *repacker) build(e index.Entry, text []byte, cands []prepared, d Decisi
 // fresh makes a new record for ne with payload.
 func (rp *repacker) fresh(ne index.Entry, payload []byte, flags byte) (index.Entry, []byte, outcome, error) {
 	// Only the record's own bits change; any other entry flag is kept.
-	ne.Flags = ne.Flags&^index.Flags(recFlagsAll) | index.Flags(flags)
+	ne.Flags = ne.Flags&^(index.Flags(recFlagsAll)|index.FlagFastZstd) | index.Flags(flags)
 	rec := appendRecord(nil, recHeader{Flags: flags, ID: ne.ID(), TextLen: ne.Size}, payload)
 	ne.Stored = uint32(len(rec))
 	ne.ChainBytes += uint64(len(rec))

@@ -133,7 +133,11 @@ func (s *Store) init(segDir string, created bool) error {
 	if s.enc, err = newEncoder(zstd.SpeedDefault, deltaWindow); err != nil {
 		return err
 	}
-	if s.fenc, err = newEncoder(zstd.SpeedBetterCompression, fullWindow); err != nil {
+	flevel := zstd.SpeedBetterCompression
+	if s.cfg.FastFulltexts {
+		flevel = zstd.SpeedFastest
+	}
+	if s.fenc, err = newEncoder(flevel, fullWindow); err != nil {
 		return err
 	}
 	if s.senc, err = newEncoder(zstd.SpeedBetterCompression, 2*smallDelta); err != nil {
