@@ -26,6 +26,9 @@ type DB struct {
 	bdb      *badger.DB
 	alloc    sync.Mutex // serialises NewFile's allocations (not its commits)
 	nextFile FileID     // next FileID to allocate, 0 until read; with alloc held
+
+	holdMu sync.Mutex
+	holds  *holdStamp // the stamp the hold rows are known valid for; nil: not (holds_stamp.go)
 }
 
 // Memory settings. The mount runs for days next to the user's work, so the
@@ -64,7 +67,12 @@ func Open(dir string, opt Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("index: open %s: %w", dir, err)
 	}
-	return &DB{bdb: bdb}, nil
+	db := &DB{bdb: bdb}
+	if err := db.trustHolds(); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("index: open %s: hold rows: %w", dir, err)
+	}
+	return db, nil
 }
 
 // Close closes the database.

@@ -92,7 +92,7 @@ type Entry struct {
 	Seg        uint32   // segment holding the record
 	Off        uint64   // record offset in that segment
 	Flags      Flags
-	Time       int64 // unix nanoseconds of the put
+	Time       int64 // unix nanoseconds of the put, or of when its content was taken (objstore.PutRequest.Time)
 }
 
 // ID returns the entry's RevID.

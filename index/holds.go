@@ -40,10 +40,36 @@ import (
 //     record goes, then its rows;
 //   - renaming changes nothing: rows name snapshots by id.
 //
-// m/holds says the rows are complete. It is written with a snapshot
-// created when no snapshot exists (a new store's first, or a first after
-// deleting all); a store whose snapshots predate the rows lacks it, and
-// its readers fall back to probing the reference sets.
+// m/holds stamps the rows with the snapshot state they are complete for
+// (holds_stamp.go: the number of snapshots and the next id), rewritten in
+// the transaction of every creation and deletion. Builds older than the
+// rows open the store too and change its snapshots without them; the
+// stamp then no longer matches, and Open, which compares it with the
+// state once (badger locks the directory, so no other process changes the
+// snapshots while the DB is open), trusts no row. Readers (EachHolder,
+// CheckHolds) then fall back to probing the reference sets, creations and
+// deletions write no rows and drop the stamp, until:
+//   - no snapshot is left: the rows are trivially complete (those left
+//     are of snapshots gone), and the next creation stamps them again;
+//   - RebuildHolds rewrites them all from the reference sets. Its cost is
+//     one pass over every set (as verify's CheckHolds), too much for a
+//     snapshot creation in a mount, so the offline passes that already
+//     read the whole store and hold its lock run it: gc (unless a dry
+//     run) and repack.
+//
+// A reader compares, in its own transaction, the stamp there with the one
+// the DB trusts, so the rows it reads are those of a state the stamp
+// names; a change committing meanwhile only sends it to the reference
+// sets. EachHolder's list comes from the caller (a mount's cached copy,
+// which it updates with each change it makes; no other process changes
+// the store while it is mounted), read apart from the rows: rows of
+// snapshots not in it are skipped, which is exact when the list is every
+// snapshot of the rows' state. A list of another length than the stamp's
+// count (a change between the list and the rows) falls back to the
+// reference sets, which answer for what exists; what is left is a
+// deletion and a creation both between the list and the rows, where the
+// deleted snapshot, still listed, shows its predecessor's revisions, as
+// stale as the list it came from.
 
 // holdTxnRows bounds the rows a snapshot change writes inside its own
 // transaction; more (the first snapshot of a large tree) go in write
@@ -214,8 +240,10 @@ func heldAt(txn *badger.Txn, it *badger.Iterator, f FileID, at SnapshotID) ([]Re
 }
 
 // planCreate returns the row writes of a snapshot about to be created
-// with id id and reference set refs, after latest (ok: there is one).
-func planCreate(txn *badger.Txn, id SnapshotID, refs *Refs, latest Snapshot, ok bool) (*holdOps, bool, error) {
+// with id id and reference set refs, after latest (ok: there is one);
+// complete says the rows are trusted (or there is no snapshot), and is
+// returned as the created snapshot's rows will be.
+func planCreate(txn *badger.Txn, id SnapshotID, refs *Refs, latest Snapshot, ok, complete bool) (*holdOps, bool, error) {
 	ops := &holdOps{}
 	orphans, err := holdFiles(txn, id)
 	if err != nil {
@@ -224,12 +252,8 @@ func planCreate(txn *badger.Txn, id SnapshotID, refs *Refs, latest Snapshot, ok 
 	for _, f := range orphans {
 		ops.first = append(ops.first, kv{k: holdKey(f, id)})
 	}
-	complete, err := hasKey(txn, keyHolds)
-	if err != nil {
-		return nil, false, err
-	}
-	if ok && !complete {
-		return ops, false, nil // rows not kept: the older store's snapshots have none
+	if !complete {
+		return ops, false, nil // rows not trusted: none written (see above)
 	}
 	toggled := refs.Clone()
 	if ok {
@@ -292,9 +316,13 @@ func nextHeld(old, toggled []Rev, refs *Refs, f FileID) []Rev {
 	return slices.Compact(out)
 }
 
-// planDelete returns the row writes of deleting snapshot s.
-func planDelete(txn *badger.Txn, s Snapshot) (*holdOps, error) {
+// planDelete returns the row writes of deleting snapshot s: none unless
+// the rows are trusted (complete).
+func planDelete(txn *badger.Txn, s Snapshot, complete bool) (*holdOps, error) {
 	ops := &holdOps{}
+	if !complete {
+		return ops, nil
+	}
 	files, err := holdFiles(txn, s.ID)
 	if err != nil || len(files) == 0 {
 		return ops, err
@@ -366,26 +394,21 @@ func latestIn(txn *badger.Txn) (s Snapshot, ok bool, err error) {
 	return s, err == nil, err
 }
 
-// HoldsComplete reports whether every snapshot has its hold rows (see
-// above); without them EachHolder answers nothing.
-func (db *DB) HoldsComplete() (bool, error) {
-	var ok bool
-	err := db.bdb.View(func(txn *badger.Txn) (err error) {
-		ok, err = hasKey(txn, keyHolds)
-		return err
-	})
-	return ok, err
-}
-
 // EachHolder calls fn(i, rev) for every snapshot list[i] that holds
 // revision rev of file f, in list order, reading only f's rows. list
 // must be in creation (id) order, normally every snapshot; rows of
-// snapshots not in it are skipped. ok is false, and fn never called,
-// when the rows are not complete (HoldsComplete).
+// snapshots not in it are skipped (see above). ok is false, and fn never
+// called, when the rows are not complete (HoldsComplete) or list has not
+// as many snapshots as their state.
 func (db *DB) EachHolder(ctx context.Context, f FileID, list []Snapshot, fn func(i int, rev Rev)) (ok bool, err error) {
 	err = db.bdb.View(func(txn *badger.Txn) error {
-		if ok, err = hasKey(txn, keyHolds); err != nil || !ok {
+		var st holdStamp
+		if st, ok, err = db.rowsValid(txn); err != nil || !ok {
 			return err
+		}
+		if uint64(len(list)) != st.count {
+			ok = false // list and rows of different states (see above)
+			return nil
 		}
 		w := holderWalk{list: list, fn: fn, start: -1}
 		o := badger.DefaultIteratorOptions

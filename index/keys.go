@@ -22,6 +22,11 @@ package index
 //	s/n/<name>                            be64 id                   snapshot name -> id
 //	s/r/<id be64>                         xxhash64 + roaring64      revisions the snapshot references
 //	                                                                (see snapshot_refs.go)
+//	b/<file be64><id be64>                sorted revs (holds.go)    revisions of the file snapshot id
+//	                                                                holds, where they changed
+//	c/<id be64>                           sorted file ids           files with a b/ row at id
+//	m/holds                               be64 count, be64 next     snapshot state the b/ and c/ rows
+//	                                                                are complete for (holds_stamp.go)
 //
 // Integers are big-endian so that byte order is numeric order.
 

@@ -90,6 +90,7 @@ func (db *DB) createSnapshot(s *Snapshot, refs *Refs, rb []byte, trees map[TreeH
 		first    bool
 		ops      *holdOps
 		complete bool
+		stamp    holdStamp // the rows' stamp before (when complete)
 	)
 	err := db.bdb.View(func(txn *badger.Txn) error {
 		var err error
@@ -101,13 +102,21 @@ func (db *DB) createSnapshot(s *Snapshot, refs *Refs, rb []byte, trees map[TreeH
 			return err
 		}
 		first = !ok
-		ops, complete, err = planCreate(txn, id, refs, latest, ok)
+		if stamp, complete, err = db.rowsValid(txn); err != nil {
+			return err
+		}
+		if first { // no snapshot: the rows left are of snapshots gone
+			stamp, complete = holdStamp{next: id}, true
+		}
+		ops, complete, err = planCreate(txn, id, refs, latest, ok, complete)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	return db.commitHolds(ops, func(txn *badger.Txn) error {
+	var after *holdStamp
+	err = db.commitHolds(ops, func(txn *badger.Txn) error {
+		after = nil
 		if _, err := getValue(txn, snapNameKey(s.Name)); !errors.Is(err, ErrNotFound) {
 			return errors.Join(fmt.Errorf("snapshot %q: %w", s.Name, ErrExists), err)
 		}
@@ -128,10 +137,8 @@ func (db *DB) createSnapshot(s *Snapshot, refs *Refs, rb []byte, trees map[TreeH
 				return err
 			}
 		}
-		if complete && first {
-			if err := txn.Set(keyHolds, nil); err != nil {
-				return err
-			}
+		if after, err = restamp(txn, stamp, complete, first, holdStamp{count: stamp.count + 1, next: id + 1}); err != nil {
+			return err
 		}
 		rec, _ := s.MarshalBinary()
 		return setAll(txn,
@@ -140,6 +147,31 @@ func (db *DB) createSnapshot(s *Snapshot, refs *Refs, rb []byte, trees map[TreeH
 			snapNameKey(s.Name), binary.BigEndian.AppendUint64(nil, uint64(id)),
 			snapRefsKey(id), rb)
 	})
+	if err == nil {
+		db.setTrusted(after)
+	}
+	return err
+}
+
+// restamp keeps the hold rows' stamp in a snapshot change's transaction:
+// the rows of a complete change (planned against stamp before, which
+// must still be there unless fresh: no snapshot before or after) are
+// stamped with after; an incomplete change drops the stamp. It returns
+// the stamp now trusted.
+func restamp(txn *badger.Txn, before holdStamp, complete, fresh bool, after holdStamp) (*holdStamp, error) {
+	if !complete {
+		return nil, txn.Delete(keyHolds)
+	}
+	if !fresh {
+		now, ok, err := readStamp(txn)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || now != before {
+			return nil, errStale
+		}
+	}
+	return &after, txn.Set(keyHolds, after.bytes())
 }
 
 func nextSnapID(txn *badger.Txn) (SnapshotID, error) {
@@ -271,19 +303,27 @@ func (db *DB) DeleteSnapshot(name string) error {
 }
 
 func (db *DB) deleteSnapshot(name string) error {
-	var s Snapshot
-	var ops *holdOps
+	var (
+		s        Snapshot
+		ops      *holdOps
+		stamp    holdStamp
+		complete bool
+		after    *holdStamp
+	)
 	err := db.bdb.View(func(txn *badger.Txn) (err error) {
 		if s, err = snapshotByName(txn, name); err != nil {
 			return err
 		}
-		ops, err = planDelete(txn, s)
+		if stamp, complete, err = db.rowsValid(txn); err != nil {
+			return err
+		}
+		ops, err = planDelete(txn, s, complete)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	return db.commitHolds(ops, func(txn *badger.Txn) error {
+	err = db.commitHolds(ops, func(txn *badger.Txn) error {
 		now, err := snapshotByName(txn, name)
 		if err != nil {
 			return err
@@ -293,14 +333,26 @@ func (db *DB) deleteSnapshot(name string) error {
 		}
 		// With no snapshot left the rows are complete again (those left
 		// are of snapshots gone, which readers skip).
-		if first, _, err := nextSnapshot(txn, 0); err != nil {
+		first, _, err := nextSnapshot(txn, 0)
+		if err != nil {
 			return err
-		} else if _, more, err := nextSnapshot(txn, s.ID); err != nil {
+		}
+		_, more, err := nextSnapshot(txn, s.ID)
+		if err != nil {
 			return err
-		} else if first == s.ID && !more {
-			if err := txn.Set(keyHolds, nil); err != nil {
-				return err
-			}
+		}
+		next, err := nextSnapID(txn)
+		if err != nil {
+			return err
+		}
+		fresh := first == s.ID && !more
+		to := holdStamp{next: next}
+		if !fresh {
+			to.count = stamp.count - 1
+		}
+		after, err = restamp(txn, stamp, complete || fresh, fresh, to)
+		if err != nil {
+			return err
 		}
 		for _, k := range [][]byte{snapNameKey(name), snapKey(s.ID), snapRefsKey(s.ID)} {
 			if err := txn.Delete(k); err != nil {
@@ -309,6 +361,10 @@ func (db *DB) deleteSnapshot(name string) error {
 		}
 		return nil
 	})
+	if err == nil {
+		db.setTrusted(after)
+	}
+	return err
 }
 
 // RenameSnapshot renames snapshot from to to; its id, trees and

@@ -95,7 +95,8 @@
 // (journal_redo.go): it finds the live file by its path hint or, if the
 // hint is stale, by one walk of the live tree reading FileIDs; compares
 // it with the file's newest revision (the same size and a ctime well
-// before the revision: unchanged, not read; else the size and the
+// before the revision's time, taken just before its content was read:
+// unchanged, not read; else the size and the
 // content hash in the index); and records it when they differ. A file gone from the
 // live tree is dropped. The redo runs in the Recorder's goroutine while
 // the mount serves; Sync (snapshots, unmount) waits for all of it, and

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/deltafs/deltafs/fs"
@@ -143,6 +144,7 @@ func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
 	if r.j.continues(id).IsZero() && r.unchangedSince(prev, fi) {
 		return nil
 	}
+	at := time.Now() // the revision's time: see objstore.PutRequest.Time
 	data, err := readContent(f, fi.Size())
 	if err != nil {
 		return err
@@ -164,7 +166,7 @@ func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
 	if err := s.syncIDs(); err != nil { // the mapping before the revision
 		return err
 	}
-	e, err := r.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: prev})
+	e, err := r.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: prev, Time: at})
 	if err != nil {
 		return err
 	}
@@ -176,9 +178,9 @@ func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
 
 // unchangedSince reports, without reading the file, that it has not
 // changed since revision prev was recorded: same size, and its ctime
-// well before the revision's time. Unlike the mtime, which utimens sets
-// at will (tar, cp -p), the ctime moves with every write and cannot be
-// set back. A file dirtied but never written (a passthrough writer
+// well before the revision's time (when its content was read, see
+// statUnchanged). Unlike the mtime, which utimens sets at will (tar,
+// cp -p), the ctime moves with every write and cannot be set back. A file dirtied but never written (a passthrough writer
 // that wrote nothing) or recorded just before the kill is skipped so.
 // Not for a file that replaced another (an atomic save): prev may then
 // be the replaced file's content, recorded after the save's rename.
@@ -188,7 +190,7 @@ func (r *redoer) unchangedSince(prev index.RevID, fi os.FileInfo) bool {
 		return false
 	}
 	e, err := r.st.Entry(prev)
-	return err == nil && e.Size == uint64(fi.Size()) && st.Ctim.Nano() < e.Time-int64(mtimeSlack)
+	return err == nil && statUnchanged(st, e)
 }
 
 // holds reports whether revision prev has exactly data: the sizes first,

@@ -84,6 +84,7 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 			return prev, nil
 		}
 	}
+	at := time.Now() // the revision's time: see objstore.PutRequest.Time
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return index.RevID{}, err
@@ -91,7 +92,7 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 	if !prev.IsNull() && e.Size == uint64(len(data)) && r.holds(ctx, e, data) {
 		return prev, nil
 	}
-	return r.record(ctx, id, fid, known, path, prev, data)
+	return r.record(ctx, id, fid, known, path, prev, data, at)
 }
 
 // holds reports whether revision e's content is data. A revision
@@ -107,7 +108,8 @@ func (r *liveRevs) holds(ctx context.Context, e index.Entry, data []byte) bool {
 }
 
 // record stores data as the next revision of the live file.
-func (r *liveRevs) record(ctx context.Context, id fs.FileID, fid index.FileID, known bool, path string, prev index.RevID, data []byte) (index.RevID, error) {
+// at is when data was read.
+func (r *liveRevs) record(ctx context.Context, id fs.FileID, fid index.FileID, known bool, path string, prev index.RevID, data []byte, at time.Time) (index.RevID, error) {
 	s := r.ls.sink
 	if !known {
 		var err error
@@ -123,7 +125,7 @@ func (r *liveRevs) record(ctx context.Context, id fs.FileID, fid index.FileID, k
 	if err := s.syncIDs(); err != nil { // the mapping before the revision
 		return index.RevID{}, err
 	}
-	e, err := r.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: prev})
+	e, err := r.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: prev, Time: at})
 	if err != nil {
 		return index.RevID{}, fmt.Errorf("record %s for a snapshot: %w", path, err)
 	}
@@ -132,21 +134,34 @@ func (r *liveRevs) record(ctx context.Context, id fs.FileID, fid index.FileID, k
 	return e.ID(), nil
 }
 
-// mtimeSlack: file times come from the kernel's coarse clock (a tick of
-// up to 10 ms behind the precise one that stamped the revision), so a
-// write just after a recording may show an mtime before it. A file
-// modified within this much of its recording is read and hashed instead
-// of trusted.
-const mtimeSlack = 20 * time.Millisecond
+// ctimeSlack: file times come from the kernel's coarse clock (a tick of
+// up to 10 ms behind the precise one that takes a revision's time), so a
+// change made just after a revision's content was read may show a ctime
+// before that time. A file changed within this much of its revision's
+// time is read and hashed instead of trusted.
+const ctimeSlack = 20 * time.Millisecond
 
 // unchangedSince reports whether the live file at path still has the
-// size of revision e and was last modified well before e was recorded.
+// size of revision e and was last changed well before e's content was
+// read (e.Time, see objstore.PutRequest.Time; a writer let go once the
+// recorder had read the file, Recorder.WaitRead, may rewrite it before
+// the revision is stored). The ctime, not the mtime: utimens sets the
+// mtime at will (cp -p, tar), and a write moves the ctime.
 func unchangedSince(path string, e index.Entry) bool {
 	var st syscall.Stat_t
 	if err := syscall.Lstat(path, &st); err != nil {
 		return false
 	}
-	return uint64(st.Size) == e.Size && st.Mtim.Nano() < e.Time-int64(mtimeSlack)
+	return statUnchanged(&st, e)
+}
+
+// statUnchanged is unchangedSince of a file whose stat is st. (A single
+// write(2) still under way when the content was read, begun more than
+// ctimeSlack before, took its ctime at its start: a passthrough writer's
+// write of tens of MiB racing the recording of an earlier change
+// could pass; writes through the server are cut into max_write pieces.)
+func statUnchanged(st *syscall.Stat_t, e index.Entry) bool {
+	return uint64(st.Size) == e.Size && st.Ctim.Nano() < e.Time-int64(ctimeSlack)
 }
 
 // giveID gives a live file that has no FileID (it was not created through

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/fs"
@@ -324,18 +325,20 @@ func (s *storeSink) put(ctx context.Context, j *job) {
 	if !j.restoring && s.fromWrites(ctx, j, live) {
 		return
 	}
+	at := time.Now() // the revision's time: see objstore.PutRequest.Time
 	data, err := readContent(live, c.Size)
 	// The text is in memory: a writer may change the live file while it
-	// is put. (A change recorded from its ranges signals only once it is
-	// stored, in finish: if the store refuses the delta, the whole live
-	// file is read after all.)
+	// is put, and its changes then have ctimes after at (see ctimeSlack),
+	// not before the revision's time. (A change recorded from its ranges
+	// signals only once it is stored, in finish: if the store refuses the
+	// delta, the whole live file is read after all.)
 	j.read.readDone()
 	if err != nil {
 		j.err = fmt.Errorf("%s: read live file: %w", c.Path, err)
 		return
 	}
 	s.liveRead.Add(int64(len(data)))
-	req := objstore.PutRequest{File: j.fid, Data: data, P1: j.p1, P2: j.p2, Hints: j.hints}
+	req := objstore.PutRequest{File: j.fid, Data: data, P1: j.p1, P2: j.p2, Hints: j.hints, Time: at}
 	if j.entry, j.commit, j.err = s.st.PutNoWait(ctx, req); j.err != nil {
 		j.err = fmt.Errorf("%s: record revision: %w", c.Path, j.err)
 	}
@@ -370,12 +373,13 @@ func (s *storeSink) fromWrites(ctx context.Context, j *job, live io.ReaderAt) bo
 	for i, r := range c.Dirty {
 		spans[i] = delta.Span{Off: r.Off, Len: r.Len}
 	}
+	at := time.Now() // see put
 	d, err := delta.EncodeWrites(j.baseLen, c.Kept, c.Size, spans, countingReader{live, &s.liveRead})
 	if err != nil {
 		s.log.Debug("no delta from the written ranges", "file", j.fid, "err", err)
 		return false
 	}
-	e, err := s.st.Put(ctx, objstore.PutRequest{File: j.fid, P1: j.p1, Delta: d, DeltaBase: j.p1, DeltaOnly: true, Size: uint64(c.Size)})
+	e, err := s.st.Put(ctx, objstore.PutRequest{File: j.fid, P1: j.p1, Delta: d, DeltaBase: j.p1, DeltaOnly: true, Size: uint64(c.Size), Time: at})
 	if err != nil {
 		s.log.Debug("written ranges not stored alone; recording the whole file", "file", j.fid, "err", err)
 		return false

@@ -100,6 +100,9 @@ func gcPlanLocked(ctx context.Context, dir string, opt GCOptions, lock *storeLoc
 	}
 	defer s.closeKeepLock()
 	plan, err := planGC(ctx, s, live, opt.Policy)
+	if err == nil && !opt.DryRun {
+		err = s.idx.RebuildHolds(ctx) // rows a build without them left stale (index/holds.go)
+	}
 	if err != nil {
 		return GCReport{}, nil, fmt.Errorf("objstore: gc: %w", err)
 	}

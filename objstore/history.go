@@ -18,8 +18,9 @@ import (
 // whatever else the store holds. Which snapshots hold a revision is
 // answered from the file's own hold rows (index.EachHolder: written at
 // each snapshot for the files that changed since the previous one), so it
-// too costs what the file has; a store whose snapshots predate the rows
-// falls back to one pass over the stored reference sets (index.RefKey:
+// too costs what the file has; a store whose snapshots predate the rows,
+// or that a build without them changed since (their stamp no longer
+// matches: index/holds.go; gc and repack rebuild them), falls back to one pass over the stored reference sets (index.RefKey:
 // Rev<<32 | File), each probed in its bytes for the one file
 // (index.RawRefs), a few microseconds a snapshot.
 
@@ -128,8 +129,8 @@ func (s *Store) HoldingRevs(ctx context.Context, f index.FileID) (map[index.Rev]
 // revision rev of file f, in list order. list must be the store's
 // snapshots in creation order (SnapshotList, or a copy the caller keeps
 // up to date); snapshots not in it are left out. It reads f's hold rows,
-// or, in a store whose snapshots predate them, probes every snapshot's
-// reference set.
+// or, when they are not complete for the current snapshots (see
+// index.EachHolder), probes every snapshot's reference set.
 func (s *Store) EachHolder(ctx context.Context, f index.FileID, list []index.Snapshot, fn func(i int, rev index.Rev)) error {
 	ok, err := s.idx.EachHolder(ctx, f, list, fn)
 	if err == nil && !ok {

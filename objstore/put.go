@@ -31,6 +31,24 @@ type PutRequest struct {
 	// ErrNeedFulltext: then put the fulltext.
 	DeltaOnly bool
 	Size      uint64
+
+	// Time, if set, is when the content was taken from its source (the
+	// mount: just before it read the live file), recorded as the
+	// revision's time (index.Entry.Time) instead of the time of the put.
+	// A caller that skips a file whose ctime is older than its newest
+	// revision's time relies on it: a put stamps its entry after hashing
+	// and waiting for the writer lock, by which time the source may have
+	// changed again. A Time after the put is taken as the put's time.
+	Time time.Time
+}
+
+// revTime returns the time to record for a revision put now from req.
+func revTime(req *PutRequest) int64 {
+	now := time.Now()
+	if req.Time.IsZero() || req.Time.After(now) {
+		return now.UnixNano()
+	}
+	return req.Time.UnixNano()
 }
 
 // Put stores a new revision of req.File and returns its entry. The revision
@@ -109,7 +127,7 @@ func (s *Store) prepare(ctx context.Context, req *PutRequest, data []byte, hash 
 		}
 	}
 	e := index.Entry{File: req.File, Rev: index.Rev(meta.Revs), P1: req.P1, P2: req.P2,
-		Size: uint64(len(data)), Hash: hash, Time: time.Now().UnixNano()}
+		Size: uint64(len(data)), Hash: hash, Time: revTime(req)}
 	found, err := s.dedup(ctx, &e, data)
 	if err != nil {
 		return index.Entry{}, index.FileMeta{}, err

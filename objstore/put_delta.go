@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/index"
@@ -77,7 +76,7 @@ func (s *Store) prepareDelta(req *PutRequest) (index.Entry, index.FileMeta, erro
 		return index.Entry{}, index.FileMeta{}, fmt.Errorf("%w: %s", ErrNeedFulltext, r)
 	}
 	e := index.Entry{File: req.File, Rev: index.Rev(meta.Revs), P1: req.P1, Kind: index.KindP1, Base: be.ID(),
-		ChainLen: be.ChainLen + 1, ChainBytes: be.ChainBytes, Size: req.Size, Time: time.Now().UnixNano()}
+		ChainLen: be.ChainLen + 1, ChainBytes: be.ChainBytes, Size: req.Size, Time: revTime(req)}
 	if err := s.appendEntry(&e, c.flags, c.payload); err != nil {
 		return index.Entry{}, index.FileMeta{}, err
 	}

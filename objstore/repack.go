@@ -247,6 +247,12 @@ func newRepacker(ctx context.Context, dir string, opt RepackOptions, lock *store
 		return nil, err
 	}
 	rp.live = live
+	// Hold rows a build without them left stale are rebuilt here, where
+	// the store is already read whole offline (index/holds.go).
+	if err := live.idx.RebuildHolds(ctx); err != nil {
+		live.closeKeepLock()
+		return nil, fmt.Errorf("objstore: repack: %w", err)
+	}
 	if err := rp.parallelEncoders(); err != nil {
 		live.closeKeepLock()
 		return nil, err
