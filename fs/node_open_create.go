@@ -227,9 +227,10 @@ func (n *Node) openHandle(fd int, flags uint32, created *syscall.Stat_t, truncFr
 	if writable {
 		n.joinSession(fd, created, pt, truncFrom)
 	}
-	lf := gofs.NewLoopbackFileFromOS(osFile(fd, n.Path(nil)))
+	file := osFile(fd, n.Path(nil))
+	lf := gofs.NewLoopbackFileFromOS(file)
 	if writable {
-		n.fsys.open.added(fd, n, pt)
+		n.fsys.open.added(fd, n, pt, file)
 	}
 	if pt {
 		n.passed++

@@ -1,8 +1,8 @@
 package fs
 
 import (
+	"os"
 	"sync"
-	"syscall"
 )
 
 // Writable handles the kernel may never release. close(2) returns after
@@ -23,16 +23,20 @@ type openWriters struct {
 type openWriter struct {
 	n           *Node
 	passthrough bool
+	// file owns the fd (the handle's LoopbackFile wraps it): closing the
+	// fd by number instead would leave file to close it again from its
+	// finalizer, once garbage, whatever the number names by then.
+	file *os.File
 }
 
 // added registers writable handle fd of n; n.mu may be held.
-func (w *openWriters) added(fd int, n *Node, passthrough bool) {
+func (w *openWriters) added(fd int, n *Node, passthrough bool, file *os.File) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.fds == nil {
 		w.fds = map[int]openWriter{}
 	}
-	w.fds[fd] = openWriter{n: n, passthrough: passthrough}
+	w.fds[fd] = openWriter{n: n, passthrough: passthrough, file: file}
 }
 
 // removed forgets fd; n.mu may be held.
@@ -54,7 +58,7 @@ func (f *FS) ReleaseOrphans() int {
 	f.open.mu.Unlock()
 	for fd, w := range left {
 		w.n.released(fd, w.passthrough, true)
-		_ = syscall.Close(fd)
+		_ = w.file.Close()
 	}
 	if len(left) > 0 {
 		f.log.Info("handles the kernel never released recorded at shutdown", "handles", len(left))

@@ -47,8 +47,9 @@ func (s *seenSink) RecordBatch(ctx context.Context, evs []Event, done func([]err
 // (one group commit), and every file gets its revision.
 func TestIgnoredEventsAreNotQueued(t *testing.T) {
 	dir, st, sink := openTestSink(t)
+	sink.log = failOnError(t)
 	seen := &seenSink{lockedSink: &lockedSink{sink: sink}, gate: make(chan struct{})}
-	r := NewRecorder(seen, time.Second, quiet())
+	r := NewRecorder(seen, time.Second, failOnError(t))
 	defer r.Close(context.Background())
 
 	const n = 100

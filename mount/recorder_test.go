@@ -44,6 +44,25 @@ func (s *memSink) changes() []fs.Change {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// failOnError is a logger that fails t with every record at level Warn
+// or above (a recording that failed is logged, not returned).
+func failOnError(t testing.TB) *slog.Logger { return slog.New(failHandler{t}) }
+
+type failHandler struct{ t testing.TB }
+
+func (h failHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (h failHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h failHandler) WithGroup(string) slog.Handler                { return h }
+func (h failHandler) Handle(_ context.Context, rec slog.Record) error {
+	msg := rec.Message
+	rec.Attrs(func(a slog.Attr) bool {
+		msg += " " + a.String()
+		return true
+	})
+	h.t.Errorf("logged %s: %s", rec.Level, msg)
+	return nil
+}
+
 func TestRecorderCoalescesFsyncs(t *testing.T) {
 	sink := &memSink{}
 	r := NewRecorder(sink, time.Hour, quiet())
