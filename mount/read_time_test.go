@@ -76,7 +76,7 @@ func TestWriterLetGoAtReadIsNotTakenUnchanged(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got, err := st.Get(context.Background(), rev); err != nil || !bytes.Equal(got, textOf(i, size)) {
-			t.Fatalf("file %d: revision %v is not the content read (%v)", i, rev, err)
+			t.Fatalf("file %d: revision %v is not the content read (%v): %d bytes, B %v, entry %+v, head %q", i, rev, err, len(got), bytes.Equal(got, textOf(n+i, size)), e, got[:min(len(got), 40)])
 		}
 		fi, err := os.Stat(p)
 		if err != nil {
