@@ -56,18 +56,22 @@ func (w *rowWriter) bytes() []byte {
 	return w.b
 }
 
-// add appends r.
-func (w *rowWriter) add(r RevInfo) {
-	b := w.b
+// head counts a row and appends its fixed fields (add and addRev write
+// the same head from different types), returning the buffer.
+func (w *rowWriter) head(rev uint64, t int64, size, chain, stored uint64, base string) []byte {
 	w.n++
-	t := r.Time.UnixNano()
-	b = binary.AppendUvarint(b, uint64(r.Rev))
+	b := binary.AppendUvarint(w.b, rev)
 	b = binary.AppendVarint(b, t-w.prev)
 	w.prev = t
-	b = binary.AppendUvarint(b, r.Size)
-	b = binary.AppendUvarint(b, uint64(r.Chain))
-	b = binary.AppendUvarint(b, uint64(r.Stored))
-	b = appendString(b, r.Base)
+	b = binary.AppendUvarint(b, size)
+	b = binary.AppendUvarint(b, chain)
+	b = binary.AppendUvarint(b, stored)
+	return appendString(b, base)
+}
+
+// add appends r.
+func (w *rowWriter) add(r RevInfo) {
+	b := w.head(uint64(r.Rev), r.Time.UnixNano(), r.Size, uint64(r.Chain), uint64(r.Stored), r.Base)
 	refs := [3]*RevRef{r.BaseRev, r.P1, r.P2}
 	var present byte
 	for i, ref := range refs {
@@ -88,16 +92,7 @@ func (w *rowWriter) add(r RevInfo) {
 // addRev appends r, held by the snapshots list[p.snap] of pairs: add's
 // row without building a RevInfo (no allocation).
 func (w *rowWriter) addRev(r objstore.Revision, pairs []heldPair, list []index.Snapshot) {
-	b := w.b
-	w.n++
-	t := r.Time.UnixNano()
-	b = binary.AppendUvarint(b, uint64(r.Rev))
-	b = binary.AppendVarint(b, t-w.prev)
-	w.prev = t
-	b = binary.AppendUvarint(b, r.Size)
-	b = binary.AppendUvarint(b, uint64(r.ChainLen))
-	b = binary.AppendUvarint(b, uint64(r.Stored))
-	b = appendString(b, r.Kind.String())
+	b := w.head(uint64(r.Rev), r.Time.UnixNano(), r.Size, uint64(r.ChainLen), uint64(r.Stored), r.Kind.String())
 	refs := [3]index.RevID{r.Base, r.P1, r.P2}
 	var present byte
 	for i, ref := range refs {

@@ -111,16 +111,8 @@ func (s *snapshotter) warm(ctx context.Context) {
 
 // List returns every snapshot in creation order.
 func (s *snapshotter) List(ctx context.Context) ([]index.Snapshot, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.valid {
-		l, err := s.st.SnapshotList(ctx)
-		if err != nil {
-			return nil, wrapCorrupt(err)
-		}
-		s.setCache(l)
-	}
-	return slices.Clone(s.cached), nil
+	l, err := s.shared(ctx)
+	return slices.Clone(l), err
 }
 
 // shared is List without the copy: the cached list itself, which the
