@@ -26,7 +26,7 @@ func TestChangeOpenByPathChecksIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := fdID(fd)
+	id, _ := fdID(fd)
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
 		t.Fatal(err)

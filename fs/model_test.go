@@ -22,6 +22,7 @@ var modelPaths = []string{"a", "b", "c", "d", "d/a", "d/b", "d/e", "d/e/a", "e"}
 // twin applies every operation to the mount and to a plain directory.
 type twin struct {
 	mnt, ref string
+	live     string // the mount's live directory of mnt
 }
 
 // errnoOf reduces an error to its errno, for comparison.
@@ -54,7 +55,7 @@ func TestModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		run++
 		sub := fmt.Sprintf("run%d", run)
-		w := &twin{mnt: m.path(sub), ref: filepath.Join(refRoot, sub)}
+		w := &twin{mnt: m.path(sub), ref: filepath.Join(refRoot, sub), live: filepath.Join(m.live, sub)}
 		for _, d := range []string{w.mnt, w.ref} {
 			if err := os.Mkdir(d, 0o755); err != nil {
 				t.Fatal(err)
@@ -119,12 +120,42 @@ func (w *twin) step(t *rapid.T, pick *rapid.Generator[string]) {
 	}
 }
 
-// compare walks both trees and fails on the first difference.
+// compare walks both trees and fails on the first difference; then it
+// checks that the kernel's cached attributes of the mount are those of
+// the live files (the live tree lets the kernel cache them for an hour).
 func (w *twin) compare(t *rapid.T) {
 	a, b := describe(t, w.mnt), describe(t, w.ref)
 	if a != b {
 		t.Fatalf("trees differ:\nmount:\n%s\nplain directory:\n%s", a, b)
 	}
+	if a, b := statTree(t, w.mnt), statTree(t, w.live); a != b {
+		t.Fatalf("the kernel's attributes are stale:\nmount:\n%s\nlive directory:\n%s", a, b)
+	}
+}
+
+// statTree lists a tree's attributes that the kernel caches (all but
+// the access time, which the recorder's reads move in the live
+// directory).
+func statTree(t *rapid.T, root string) string {
+	var lines []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		lines = append(lines, fmt.Sprintf("%s ino=%d mode=%o nlink=%d uid=%d gid=%d size=%d mtime=%d ctime=%d",
+			rel, st.Ino, st.Mode, st.Nlink, st.Uid, st.Gid, st.Size, st.Mtim.Nano(), st.Ctim.Nano()))
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk %s: %v", root, err)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }
 
 // describe lists a tree: path, type, permissions, size, links, content

@@ -112,17 +112,33 @@ func readID(path string) FileID {
 }
 
 // fdID returns the FileID of the open live file fd, assigning a fresh one
-// if it has none.
-func fdID(fd int) FileID {
-	var id FileID
+// if it has none (assigned is set then).
+func fdID(fd int) (id FileID, assigned bool) {
 	if sz, err := unix.Fgetxattr(fd, XattrID, id[:]); err == nil && sz == len(id) {
-		return id
+		return id, false
 	}
 	id = NewFileID()
 	if err := unix.Fsetxattr(fd, XattrID, id[:], 0); err != nil {
-		return FileID{} // the live filesystem keeps no user xattrs
+		return FileID{}, false // the live filesystem keeps no user xattrs
 	}
-	return id
+	return id, true
+}
+
+// newFdID gives the live file fd, which Create just opened with
+// O_CREAT, a fresh FileID: one fsetxattr for a new file, where fdID
+// spends an fgetxattr first. A file that existed already (O_CREAT
+// without O_EXCL) keeps its own.
+func newFdID(fd int) FileID {
+	id := NewFileID()
+	err := unix.Fsetxattr(fd, XattrID, id[:], unix.XATTR_CREATE)
+	if err == nil {
+		return id
+	}
+	if err == unix.EEXIST {
+		id, _ = fdID(fd)
+		return id
+	}
+	return FileID{} // the live filesystem keeps no user xattrs
 }
 
 // isRegular reports whether the live path names a regular file.

@@ -12,8 +12,17 @@ import (
 // Setattr changes attributes. A size change through an open handle is
 // the handle's business; a truncate(2) by path is a content change of
 // its own, reported at once unless a writer is open (then it joins that
-// writer's session).
+// writer's session). The kernel keeps the attributes of the reply for
+// liveTimeout.
 func (n *Node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	errno := n.setattr(ctx, f, in, out)
+	if errno == 0 {
+		out.SetTimeout(liveTimeout)
+	}
+	return errno
+}
+
+func (n *Node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	defer n.touchSelf()
 	defer n.attrsChanged()
 	sz, hasSize := in.GetSize()
@@ -40,7 +49,11 @@ func (n *Node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if errno := n.LoopbackNode.Setattr(ctx, f, in, out); errno != 0 {
 		return errno
 	}
-	n.truncatedByPath(before.Size, int64(sz))
+	if n.truncatedByPath(before.Size, int64(sz)) {
+		// the report gave the file its FileID after out was taken: the
+		// xattr moved its ctime
+		return n.LoopbackNode.Getattr(ctx, nil, out)
+	}
 	return 0
 }
 
@@ -57,31 +70,33 @@ func (n *Node) setattrMeta(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 	})
 }
 
-// truncatedByPath notes a truncate(2) from size old to size.
-func (n *Node) truncatedByPath(old, size int64) {
+// truncatedByPath notes a truncate(2) from size old to size. It reports
+// whether it gave the file a FileID (see newSession).
+func (n *Node) truncatedByPath(old, size int64) (assigned bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.sess != nil {
 		n.dirtyingLocked()
 		n.sess.truncated(size)
-		return
+		return false
 	}
 	if old == size {
-		return
+		return false
 	}
 	p := n.livePath()
 	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		n.fsys.log.Warn("truncate: cannot open the live file to report it", "path", p, "err", err)
-		return
+		return false
 	}
 	defer syscall.Close(fd)
-	s := newSession(fd, false, nil)
+	s, assigned := newSession(fd, false, nil, FileID{})
 	s.kept, s.changed = min(old, size), true
 	c := s.report(fstat(fd), n.relPath(), false)
 	n.fsys.attachContent(&c, fd)
 	n.fsys.rec.Changed(c)
 	n.reported = s.id
+	return assigned
 }
 
 // Getxattr hides deltafs's own attributes.

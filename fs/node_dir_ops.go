@@ -20,6 +20,7 @@ func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	}
 	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
 	if errno == 0 {
+		liveEntry(out)
 		n.touchNewDir(ch.StableAttr().Ino)
 	}
 	return ch, errno
@@ -31,6 +32,7 @@ func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 	}
 	ch, errno := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
 	if errno == 0 {
+		liveEntry(out)
 		n.touchChild(ch.StableAttr().Ino)
 	}
 	return ch, errno
@@ -42,6 +44,7 @@ func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	}
 	ch, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
 	if errno == 0 {
+		liveEntry(out)
 		n.touchChild(ch.StableAttr().Ino)
 	}
 	return ch, errno
@@ -98,6 +101,7 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	if errno != 0 {
 		return nil, errno
 	}
+	liveEntry(out)
 	n.touchChild(t.liveIno())
 	t.touchSelf() // its link count shows in the directory holding it too
 	n.fsys.rec.Linked(Link{Path: n.childRel(name), Target: t.relPath(), ID: readID(t.livePath())})

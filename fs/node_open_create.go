@@ -46,7 +46,7 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if isWritable(flags) && flags&syscall.O_TRUNC == 0 {
 		n.awaitCachedMode(ctx, fd) // see iomode_wait.go
 	}
-	fh := n.openHandle(fd, flags, nil, truncFrom, watch)
+	fh := n.openHandle(fd, flags, nil, FileID{}, truncFrom, watch)
 	_, pt := fh.(*passthroughHandle)
 	truncate := flags&syscall.O_TRUNC != 0
 	if truncate {
@@ -130,16 +130,21 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		return nil, nil, 0, n.fsys.errno("create", err)
 	}
 	chownToCaller(ctx, fd, mode)
+	var id FileID
+	if isWritable(flags) {
+		id = newFdID(fd) // before the stat: the xattr moves the ctime
+	}
 	st, attr, err := n.fsys.fstatStable(fd)
 	if err != nil {
 		syscall.Close(fd)
 		return nil, nil, 0, n.fsys.errno("create", err)
 	}
 	out.FromStat(&st)
+	liveEntry(out)
 	n.touchChild(st.Ino)
 	ch := n.NewInode(ctx, n.fsys.newNode(nil, nil, "", &st), attr)
 	child := ch.Operations().(*Node)
-	return ch, child.openHandle(fd, flags, &st, -1, mustDropPrivs(ctx, st.Mode)), 0, 0
+	return ch, child.openHandle(fd, flags, &st, id, -1, mustDropPrivs(ctx, st.Mode)), 0, 0
 }
 
 // Tmpfile (O_TMPFILE) is not offered: a nameless file could be linked
@@ -212,11 +217,12 @@ const ioModeGrace = 20 * time.Millisecond
 
 // openHandle wraps the opened live file fd in a handle of the right mode
 // and starts or joins the node's write session. created is fd's stat
-// when Create made the file (nil otherwise); truncFrom is the size
-// before an O_TRUNC open (-1 if none). watch is set for a writer whose
-// writes must reach us (they drop the file's setuid bit, see
-// killpriv.go): it gets passthrough only where the inode forces it.
-func (n *Node) openHandle(fd int, flags uint32, created *syscall.Stat_t, truncFrom int64, watch bool) gofs.FileHandle {
+// when Create made the file (nil otherwise), id the FileID Create gave
+// it; truncFrom is the size before an O_TRUNC open (-1 if none). watch
+// is set for a writer whose writes must reach us (they drop the file's
+// setuid bit, see killpriv.go): it gets passthrough only where the
+// inode forces it.
+func (n *Node) openHandle(fd int, flags uint32, created *syscall.Stat_t, id FileID, truncFrom int64, watch bool) gofs.FileHandle {
 	writable := isWritable(flags)
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -225,7 +231,7 @@ func (n *Node) openHandle(fd int, flags uint32, created *syscall.Stat_t, truncFr
 	// on the handle, which keeps the cached mode.
 	pt := n.ioMode(writable, (created != nil || flags&syscall.O_TRUNC != 0) && !watch)
 	if writable {
-		n.joinSession(fd, created, pt, truncFrom)
+		n.joinSession(fd, created, id, pt, truncFrom)
 	}
 	file := osFile(fd, n.Path(nil))
 	lf := gofs.NewLoopbackFileFromOS(file)
@@ -240,14 +246,19 @@ func (n *Node) openHandle(fd int, flags uint32, created *syscall.Stat_t, truncFr
 	return &handle{n: n, lf: lf, fd: fd, writable: writable}
 }
 
-// joinSession counts a new writer, with n.mu held.
-func (n *Node) joinSession(fd int, created *syscall.Stat_t, pt bool, truncFrom int64) {
+// joinSession counts a new writer, with n.mu held. id is the FileID
+// Create gave the file (zero otherwise).
+func (n *Node) joinSession(fd int, created *syscall.Stat_t, id FileID, pt bool, truncFrom int64) {
 	if n.writers == 0 {
 		n.startedWriting()
 	}
 	n.writers++
 	if n.sess == nil {
-		n.sess = newSession(fd, created != nil, created)
+		var assigned bool
+		n.sess, assigned = newSession(fd, created != nil, created, id)
+		if assigned {
+			_ = n.NotifyContent(-1, 0) // the kernel's ctime (attributes only)
+		}
 	}
 	if truncFrom > 0 {
 		n.sess.truncated(0)

@@ -42,7 +42,14 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 		out.Attr = a.Attr
 		return ch, 0
 	}
-	return n.LoopbackNode.Lookup(ctx, name, out)
+	ch, errno := n.LoopbackNode.Lookup(ctx, name, out)
+	switch errno {
+	case 0:
+		liveEntry(out)
+	case syscall.ENOENT:
+		out.SetEntryTimeout(liveTimeout) // negative: names appear only through us
+	}
+	return ch, errno
 }
 
 // OpendirHandle lists a directory; the root's listing hides any live

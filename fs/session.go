@@ -29,16 +29,22 @@ type session struct {
 }
 
 // newSession starts a session on the open live file fd. st, if not
-// nil, is fd's stat, taken by the caller (Create) since it opened fd.
-func newSession(fd int, created bool, st *syscall.Stat_t) *session {
-	s := &session{id: fdID(fd)}
+// nil, is fd's stat, taken by the caller (Create) since it opened fd;
+// id, if not zero, is fd's FileID, which the caller (Create) gave it.
+// Otherwise the file's FileID is read, or a fresh one is set, and
+// assigned says so: the xattr moved the file's ctime.
+func newSession(fd int, created bool, st *syscall.Stat_t, id FileID) (s *session, assigned bool) {
+	if id.IsZero() {
+		id, assigned = fdID(fd)
+	}
+	s = &session{id: id}
 	if st != nil {
 		s.rebaseTo(st) // fdID changes no size or mtime
 	} else {
 		s.rebase(fd)
 	}
 	s.created, s.changed = created, created
-	return s
+	return s, assigned
 }
 
 // rebase makes the current state of fd the session's starting point.
