@@ -58,6 +58,7 @@ type FS struct {
 	open        openWriters   // writable handles not released yet
 	contentFds  atomic.Int64  // Changes holding an open descriptor (see maxContentFds)
 	reports     atomic.Uint64 // Changes reported (Change.Report)
+	quiet       bool          // rec takes no Removed and Linked events (QuietRecorder)
 	closing     atomic.Int32  // writable handles closed but not released, all files (see history_wait.go)
 
 	// serverReads counts reads served by this process for handles
@@ -78,6 +79,9 @@ func New(cfg Config) (*FS, error) {
 	f.writers.nodes = map[*Node]struct{}{}
 	if f.rec == nil {
 		f.rec = NopRecorder{}
+	}
+	if q, ok := f.rec.(QuietRecorder); ok {
+		f.quiet = q.IgnoresRemovesAndLinks()
 	}
 	if f.log == nil {
 		f.log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -58,13 +58,18 @@ func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
 		return errno
 	}
 	n.touchChild(0)
-	n.fsys.rec.Removed(Remove{Path: n.childRel(name), Dir: true})
+	if !n.fsys.quiet {
+		n.fsys.rec.Removed(Remove{Path: n.childRel(name), Dir: true})
+	}
 	return 0
 }
 
 func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if n.reserved(name) {
 		return syscall.EPERM
+	}
+	if n.fsys.quiet {
+		return n.unlinkQuietly(ctx, name)
 	}
 	p := n.childPath(name)
 	var st syscall.Stat_t
@@ -89,6 +94,23 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	return 0
 }
 
+// unlinkQuietly is Unlink for a Recorder that takes no Removed events:
+// the snapshot builder needs the inode number alone, which the node the
+// kernel looked up (to unlink it) already has.
+func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
+	var ino uint64
+	if ch := n.GetChild(name); ch != nil {
+		ino = ch.StableAttr().Ino
+	} else {
+		ino = n.childIno(name)
+	}
+	if errno := n.LoopbackNode.Unlink(ctx, name); errno != 0 {
+		return errno
+	}
+	n.touchChild(ino)
+	return 0
+}
+
 func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if n.reserved(name) {
 		return nil, syscall.EEXIST
@@ -104,7 +126,9 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	liveEntry(out)
 	n.touchChild(t.liveIno())
 	t.touchSelf() // its link count shows in the directory holding it too
-	n.fsys.rec.Linked(Link{Path: n.childRel(name), Target: t.relPath(), ID: readID(t.livePath())})
+	if !n.fsys.quiet {
+		n.fsys.rec.Linked(Link{Path: n.childRel(name), Target: t.relPath(), ID: readID(t.livePath())})
+	}
 	return ch, 0
 }
 

@@ -155,6 +155,16 @@ type ReadWaiter interface {
 	WaitRead(ctx context.Context, id FileID) error
 }
 
+// QuietRecorder is implemented by a Recorder that may take no Removed
+// and Linked events (its history keeps no trace of them, as the mount's
+// store): when IgnoresRemovesAndLinks is true, the live tree neither
+// gathers what those events carry (a stat and an xattr read per unlink,
+// an xattr read per link: git's link-then-unlink of each object it
+// writes pays both) nor calls Removed and Linked.
+type QuietRecorder interface {
+	IgnoresRemovesAndLinks() bool
+}
+
 // NopRecorder records nothing. It serves a mount that keeps no history
 // (and the posix tests of the live tree alone).
 type NopRecorder struct{}

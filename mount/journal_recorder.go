@@ -16,6 +16,8 @@ type journaled struct {
 var (
 	_ fs.Recorder   = journaled{}
 	_ fs.ReadWaiter = journaled{}
+
+	_ fs.QuietRecorder = journaled{}
 )
 
 // Dirtied journals id before its live file changes.

@@ -224,6 +224,13 @@ func (r *Recorder) Removed(ev fs.Remove) {
 	r.pushUnlessIgnored(Event{Remove: &ev})
 }
 
+// IgnoresRemovesAndLinks implements fs.QuietRecorder: true when the
+// sink ignores every removal and link (the store sink does), so that the
+// live tree does not gather them for nothing.
+func (r *Recorder) IgnoresRemovesAndLinks() bool {
+	return r.ignores != nil && r.ignores(Event{Remove: &fs.Remove{}}) && r.ignores(Event{Link: &fs.Link{}})
+}
+
 func (r *Recorder) Linked(ev fs.Link) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
