@@ -29,6 +29,13 @@ type contentRef struct {
 	handle *unix.FileHandle
 	rel    string // live-tree relative path at the report
 	held   *atomic.Int64
+
+	// Set for a reference-only Change (see refTable): the file opened by
+	// keepRemoved before its last name went away.
+	refs    *refTable
+	ino     uint64
+	kept    atomic.Pointer[os.File]
+	counted atomic.Bool // kept was counted in refs.kept
 }
 
 // attachContent gives c the live file fd refers to: an open descriptor
@@ -46,6 +53,7 @@ func (f *FS) attachContent(c *Change, fd int) {
 	if h, _, err := unix.NameToHandleAt(fd, "", unix.AT_EMPTY_PATH); err == nil {
 		ref.handle = &h
 	}
+	f.refs.add(c.Ino, ref)
 	c.ref = ref
 }
 
@@ -60,6 +68,10 @@ func (c *Change) Open() (*os.File, error) {
 	r := c.ref
 	if r == nil {
 		return nil, errors.New("live file not reopened")
+	}
+	if kept := r.kept.Swap(nil); kept != nil { // its last name is gone
+		c.Content = kept
+		return kept, nil
 	}
 	if r.handle != nil {
 		fd, err := unix.OpenByHandleAt(r.dirFd, *r.handle, syscall.O_RDONLY|syscall.O_CLOEXEC)
@@ -105,6 +117,9 @@ func (c *Change) Close() {
 	if c.ref != nil && c.ref.held != nil {
 		c.ref.held.Add(-1)
 		c.ref.held = nil
+	}
+	if c.ref != nil && c.ref.refs != nil {
+		c.ref.refs.drop(c.ref)
 	}
 	c.ref = nil
 }

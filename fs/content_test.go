@@ -57,7 +57,8 @@ func openFds(t *testing.T) int {
 
 // A recorder far behind does not make the live tree hold a descriptor per
 // pending change: past a cap, changes carry a reference that Open resolves
-// when the recorder gets to them, to the right file after a rename too.
+// when the recorder gets to them, to the right file after a rename too,
+// and to a file whose last name was removed (unlinked or renamed over).
 func TestPendingChangesHoldBoundedDescriptors(t *testing.T) {
 	testutil.RequireFUSE(t)
 	live := filepath.Join(t.TempDir(), "live")
@@ -102,6 +103,19 @@ func TestPendingChangesHoldBoundedDescriptors(t *testing.T) {
 	if err := os.Rename(filepath.Join(mnt, last.Path), filepath.Join(mnt, "moved")); err != nil {
 		t.Fatal(err)
 	}
+	// two more lose their last name before they are opened: one
+	// unlinked, one renamed over; their changes still read their bytes
+	for _, c := range changes[n-4 : n-1] {
+		if c.Content != nil {
+			t.Fatalf("change of %s carries a descriptor", c.Path)
+		}
+	}
+	if err := os.Remove(filepath.Join(mnt, changes[n-2].Path)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(mnt, changes[n-3].Path), filepath.Join(mnt, changes[n-4].Path)); err != nil {
+		t.Fatal(err)
+	}
 	for i := range changes {
 		c := &changes[i]
 		var want int
@@ -117,6 +131,9 @@ func TestPendingChangesHoldBoundedDescriptors(t *testing.T) {
 			t.Fatalf("change of %s: read %q (%v), want %q", c.Path, got, err, content(want))
 		}
 		c.Close()
+	}
+	if grew := openFds(t) - before; grew > 8 {
+		t.Fatalf("%d descriptors still open after every change was closed", grew)
 	}
 	// every descriptor given back: new changes carry one again
 	if err := os.WriteFile(filepath.Join(mnt, "after"), []byte("x"), 0o644); err != nil {

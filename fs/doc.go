@@ -99,8 +99,10 @@
 // maxContentFds pending changes it carries the file's handle instead
 // (name_to_handle_at(2), no descriptor), which Change.Open resolves when
 // the recorder gets to it (by path and FileID where handles need
-// privileges we lack). A file removed before then is not recorded in
-// that case. A recorder
+// privileges we lack). A handle dies with the file's last name, so an
+// unlink or rename that removes the last name of such a file first opens
+// it for its pending changes (keepRemoved; past maxKeptFds of those it
+// waits until the recorder has read the file instead). A recorder
 // reads the live file later, in the background; so that it never reads a
 // later version, a writable open or a truncate of a file whose previous
 // change is still queued waits for that recording (Recorder.Wait), and

@@ -57,6 +57,7 @@ type FS struct {
 	writers     writing
 	open        openWriters   // writable handles not released yet
 	contentFds  atomic.Int64  // Changes holding an open descriptor (see maxContentFds)
+	refs        refTable      // Changes holding a reference only, by inode (see keepRemoved)
 	reports     atomic.Uint64 // Changes reported (Change.Report)
 	quiet       bool          // rec takes no Removed and Linked events (QuietRecorder)
 	closing     atomic.Int32  // writable handles closed but not released, all files (see history_wait.go)

@@ -83,6 +83,11 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 			id = readID(p)
 		}
 	}
+	if reg && nlink <= 1 {
+		if errno := n.fsys.keepRemoved(ctx, p, ino, id); errno != 0 {
+			return errno
+		}
+	}
 	if errno := n.LoopbackNode.Unlink(ctx, name); errno != 0 {
 		return errno
 	}
@@ -144,6 +149,11 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	}
 	ev := n.renameEvent(name, np, newName, flags)
 	fromIno, toIno := n.childIno(name), np.childIno(newName)
+	if !ev.Exchange && toIno != 0 && toIno != fromIno {
+		if errno := n.fsys.keepRemoved(ctx, np.childPath(newName), toIno, ev.Replaced); errno != 0 {
+			return errno
+		}
+	}
 	if errno := n.LoopbackNode.Rename(ctx, name, newParent, newName, flags); errno != 0 {
 		return errno
 	}
