@@ -49,3 +49,35 @@ func (n *Node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 	}
 	return errno
 }
+
+// dirStream is what go-fuse's loopback directory handle serves.
+type dirStream interface {
+	gofs.FileReaddirenter
+	gofs.FileSeekdirer
+	gofs.FileReleasedirer
+	gofs.FileFsyncdirer
+}
+
+// liveDir is the handle of a live directory other than the root: the
+// loopback's stream, whose READDIRPLUS sends a plain entry (no lookup,
+// no lstat) for a child the kernel knows already. go-fuse holds a node
+// for a name exactly as long as the kernel holds its inode, and the
+// kernel keeps the entry and attributes for liveTimeout since it last
+// heard of them: find, du and rm -rf after an untar, or git's walk of
+// a tree it just checked out, would otherwise have every name looked up
+// again. A child whose entry or attributes the kernel let go is looked
+// up or stat'ed by itself, one request each, as in a plain READDIR.
+type liveDir struct {
+	dirStream
+	n *Node
+}
+
+var _ = (gofs.FileLookuper)((*liveDir)(nil))
+
+// Lookup declines (a plain entry) for a known child, else looks name up.
+func (d *liveDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if d.n.GetChild(name) != nil {
+		return nil, syscall.ENOENT
+	}
+	return d.n.Lookup(ctx, name, out)
+}

@@ -56,7 +56,11 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 // .snapshots and .history and shows the reserved ones.
 func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if !n.isRoot() {
-		return n.LoopbackNode.OpendirHandle(ctx, flags)
+		fh, fuseFlags, errno := n.LoopbackNode.OpendirHandle(ctx, flags)
+		if ds, ok := fh.(dirStream); ok && errno == 0 {
+			fh = &liveDir{dirStream: ds, n: n}
+		}
+		return fh, fuseFlags, errno
 	}
 	ds, errno := gofs.NewLoopbackDirStream(n.livePath())
 	if errno != 0 {
