@@ -20,7 +20,10 @@ type keeper struct {
 	fs.NopRecorder
 	mu      sync.Mutex
 	changes []fs.Change
+	quiet   bool // takes no Removed and Linked events, as the mount's recorder
 }
+
+func (k *keeper) IgnoresRemovesAndLinks() bool { return k.quiet }
 
 func (k *keeper) Changed(c fs.Change) {
 	k.mu.Lock()
@@ -59,13 +62,21 @@ func openFds(t *testing.T) int {
 // pending change: past a cap, changes carry a reference that Open resolves
 // when the recorder gets to them, to the right file after a rename too,
 // and to a file whose last name was removed (unlinked or renamed over).
+// Run with a recorder that takes Removed events and with one that takes
+// none (fs.QuietRecorder: unlink gathers nothing for it).
 func TestPendingChangesHoldBoundedDescriptors(t *testing.T) {
+	for _, quiet := range []bool{false, true} {
+		t.Run(fmt.Sprintf("quiet=%v", quiet), func(t *testing.T) { testPendingChangesHoldBoundedDescriptors(t, quiet) })
+	}
+}
+
+func testPendingChangesHoldBoundedDescriptors(t *testing.T, quiet bool) {
 	testutil.RequireFUSE(t)
 	live := filepath.Join(t.TempDir(), "live")
 	if err := os.Mkdir(live, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	k := &keeper{}
+	k := &keeper{quiet: quiet}
 	f, err := fs.New(fs.Config{LiveDir: live, Recorder: k, Passthrough: true})
 	if err != nil {
 		t.Fatal(err)

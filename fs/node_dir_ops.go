@@ -101,13 +101,21 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 
 // unlinkQuietly is Unlink for a Recorder that takes no Removed events:
 // the snapshot builder needs the inode number alone, which the node the
-// kernel looked up (to unlink it) already has.
+// kernel looked up (to unlink it) already has, and a regular file is
+// looked at only if pending changes reach it by reference (keepRemoved;
+// it keeps the file whatever its link count, which it does not know).
 func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
-	var ino uint64
+	ino, reg := uint64(0), true
 	if ch := n.GetChild(name); ch != nil {
-		ino = ch.StableAttr().Ino
+		ino, reg = ch.StableAttr().Ino, ch.StableAttr().Mode&syscall.S_IFMT == syscall.S_IFREG
 	} else {
 		ino = n.childIno(name)
+	}
+	if reg && ino != 0 && n.fsys.refs.pending(ino) {
+		p := n.childPath(name)
+		if errno := n.fsys.keepRemoved(ctx, p, ino, readID(p)); errno != 0 {
+			return errno
+		}
 	}
 	if errno := n.LoopbackNode.Unlink(ctx, name); errno != 0 {
 		return errno
