@@ -52,10 +52,15 @@ type chunkJob struct {
 
 // encodeChunked encodes data as a chunked payload; it reports false when
 // that is not smaller than data (store it raw then).
-func encodeChunked(data []byte) ([]byte, bool) {
-	jobs := make([]chunkJob, (len(data)+chunkSize-1)/chunkSize)
+func encodeChunked(data []byte) ([]byte, bool) { return encodeChunks(data, chunkSize) }
+
+// encodeChunks is encodeChunked with chunks of size bytes (minChunkSize
+// or more): the format lets a reader take any such size, and tests and
+// fuzzing build many-chunk records from small texts with it.
+func encodeChunks(data []byte, size int) ([]byte, bool) {
+	jobs := make([]chunkJob, (len(data)+size-1)/size)
 	for i := range jobs {
-		jobs[i].text = data[i*chunkSize : min((i+1)*chunkSize, len(data))]
+		jobs[i].text = data[i*size : min((i+1)*size, len(data))]
 	}
 	eachChunk(len(jobs), func(i int) {
 		j := &jobs[i]
@@ -73,7 +78,7 @@ func encodeChunked(data []byte) ([]byte, bool) {
 		return nil, false
 	}
 	p := make([]byte, 0, n)
-	p = binary.BigEndian.AppendUint32(p, chunkSize)
+	p = binary.BigEndian.AppendUint32(p, uint32(size))
 	p = binary.BigEndian.AppendUint32(p, uint32(len(jobs)))
 	for i := range jobs {
 		p = append(p, jobs[i].codec)
@@ -167,35 +172,6 @@ func parseChunkTable(table []byte, payloadLen, textLen uint64) ([]chunkSpan, err
 		return nil, fmt.Errorf("%w: %d bytes after the last chunk", errChunked, payloadLen-at)
 	}
 	return spans, nil
-}
-
-// parseChunked parses a whole chunked payload held in memory.
-func parseChunked(p []byte, textLen uint64) ([]chunkSpan, error) {
-	spans, err := parseChunkTable(p, uint64(len(p)), textLen)
-	if err != nil {
-		return nil, err
-	}
-	for i := range spans {
-		spans[i].stored = p[spans[i].at : spans[i].at+spans[i].n]
-	}
-	return spans, nil
-}
-
-// decodeChunked decodes payload p of a text of textLen bytes into dst
-// (reused if its capacity allows), its chunks on every core.
-func decodeChunked(dst, p []byte, textLen uint64, dec *zstd.Decoder) ([]byte, error) {
-	spans, err := parseChunked(p, textLen)
-	if err != nil {
-		return nil, err
-	}
-	if uint64(cap(dst)) < textLen {
-		dst = make([]byte, textLen)
-	}
-	dst = dst[:textLen]
-	if err := decodeSpans(dst, spans, dec); err != nil {
-		return nil, err
-	}
-	return dst, nil
 }
 
 // decodeSpans decodes the chunks of spans (their stored bytes at hand)
