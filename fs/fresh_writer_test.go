@@ -20,10 +20,7 @@ import (
 // it; an in-place writer opened later, with no passthrough handle left,
 // is back to ranges.
 func TestFreshWritersUsePassthrough(t *testing.T) {
-	if os.Getenv("NOPT") != "" || os.Geteuid() != 0 {
-		t.Skip("passthrough off, or not root")
-	}
-	m := mountLive(t)
+	m := mountPassthrough(t)
 	p := m.path("a")
 	w, err := os.Create(p)
 	if err != nil {

@@ -110,5 +110,16 @@ func mountLive(t testing.TB) *mounted {
 	return &mounted{mnt: mnt, live: live, rec: rec}
 }
 
+// mountPassthrough is mountLive for a test of passthrough handles: it
+// skips when passthrough is off (NOPT set) or the kernel will not grant
+// it (not root).
+func mountPassthrough(t testing.TB) *mounted {
+	t.Helper()
+	if os.Getenv("NOPT") != "" || os.Geteuid() != 0 {
+		t.Skip("passthrough off, or not root")
+	}
+	return mountLive(t)
+}
+
 // path returns the mount path of name.
 func (m *mounted) path(name string) string { return filepath.Join(m.mnt, name) }

@@ -14,10 +14,7 @@ import (
 // passthrough grace) waits for the reader's passthrough mode to end
 // instead of joining it, so its change keeps its ranges.
 func TestWriterAfterReaderKeepsRanges(t *testing.T) {
-	if os.Getenv("NOPT") != "" || os.Geteuid() != 0 {
-		t.Skip("passthrough off, or not root")
-	}
-	m := mountLive(t)
+	m := mountPassthrough(t)
 	p := m.path("db")
 	const size = 16 << 20
 	if err := os.WriteFile(p, testutil.Bytes(3, size), 0o644); err != nil {

@@ -57,6 +57,45 @@ func oldDelete(t *testing.T, db *DB, name string) {
 	}
 }
 
+// openReopenable opens an index in a fresh directory; reopen closes it
+// and opens it again (as one process exits and the next opens the store)
+// and returns the new handle. The last one is closed at cleanup.
+func openReopenable(t *testing.T) (db *DB, reopen func() *DB) {
+	t.Helper()
+	dir := t.TempDir()
+	reopen = func() *DB {
+		t.Helper()
+		if db != nil {
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var err error
+		if db, err = Open(dir, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	t.Cleanup(func() {
+		if db != nil {
+			db.Close()
+		}
+	})
+	return reopen(), reopen
+}
+
+// refsFor is the reference set of a tree whose files hold the revisions
+// in cur.
+func refsFor(cur map[FileID][]Rev) *Refs {
+	r := NewRefs()
+	for f, rs := range cur {
+		for _, rev := range rs {
+			r.Add(uint64(rev)<<32 | uint64(f))
+		}
+	}
+	return r
+}
+
 // checkFallback asserts that EachHolder refuses to answer from rows.
 func checkFallback(t *testing.T, db *DB, step string) {
 	t.Helper()
@@ -82,32 +121,9 @@ func TestHoldStampOlderBuilds(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 13))
-	dir := t.TempDir()
-	db, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	reopen := func() {
-		t.Helper()
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if db, err = Open(dir, Options{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db, reopen := openReopenable(t)
 	const files, revs = 8, 5
 	cur := map[FileID][]Rev{}
-	refsOf := func() *Refs {
-		r := NewRefs()
-		for f, rs := range cur {
-			for _, rev := range rs {
-				r.Add(uint64(rev)<<32 | uint64(f))
-			}
-		}
-		return r
-	}
 	n := 0
 	for step := range 250 {
 		name := fmt.Sprintf("step %d", step)
@@ -124,7 +140,7 @@ func TestHoldStampOlderBuilds(t *testing.T) {
 		switch op := rng.IntN(12); {
 		case op < 4 || len(list) == 0 && op < 10:
 			n++
-			if _, err := db.CreateSnapshot(&Snapshot{Name: fmt.Sprintf("s%d", n), Root: dirEntry(TreeHash{1})}, refsOf(), nil); err != nil {
+			if _, err := db.CreateSnapshot(&Snapshot{Name: fmt.Sprintf("s%d", n), Root: dirEntry(TreeHash{1})}, refsFor(cur), nil); err != nil {
 				t.Fatal(err)
 			}
 		case op < 6:
@@ -133,7 +149,7 @@ func TestHoldStampOlderBuilds(t *testing.T) {
 			}
 		case op < 8:
 			n++
-			oldCreate(t, db, fmt.Sprintf("o%d", n), refsOf())
+			oldCreate(t, db, fmt.Sprintf("o%d", n), refsFor(cur))
 			old = true
 		case op < 10:
 			oldDelete(t, db, list[rng.IntN(len(list))].Name)
@@ -147,7 +163,7 @@ func TestHoldStampOlderBuilds(t *testing.T) {
 			}
 		}
 		if rng.IntN(3) == 0 || old {
-			reopen()
+			db = reopen()
 		}
 		ok, err := db.HoldsComplete()
 		if err != nil {
@@ -165,7 +181,7 @@ func TestHoldStampOlderBuilds(t *testing.T) {
 	if err := db.RebuildHolds(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	reopen()
+	db = reopen()
 	checkHolders(t, db, files, "final rebuild")
 }
 
@@ -175,21 +191,7 @@ func TestHoldStampOlderBuilds(t *testing.T) {
 // after which they are exact; an older build's deletion of the
 // snapshot whose rows were its successor's answer is caught too.
 func TestHoldStampReproduction(t *testing.T) {
-	dir := t.TempDir()
-	db, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	reopen := func() {
-		t.Helper()
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if db, err = Open(dir, Options{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db, reopen := openReopenable(t)
 	refs := func(revs ...Rev) *Refs {
 		r := NewRefs()
 		for _, rev := range revs {
@@ -204,30 +206,30 @@ func TestHoldStampReproduction(t *testing.T) {
 		}
 	}
 	oldCreate(t, db, "o0", refs(0))
-	reopen()
+	db = reopen()
 	create("n1", refs(1))
 	checkFallback(t, db, "n1 on an older store")
 	if err := db.RebuildHolds(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	checkHolders(t, db, 1, "rebuilt")
-	reopen()
+	db = reopen()
 	oldCreate(t, db, "o2", refs(2))
-	reopen()
+	db = reopen()
 	checkFallback(t, db, "after o2")
 	create("n3", refs(2))
 	checkFallback(t, db, "after n3")
 	if err := db.RebuildHolds(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	reopen()
+	db = reopen()
 	if got := fmt.Sprint(holdersFromRows(t, db, 1)); got != "map[n1:[1] n3:[2] o0:[0] o2:[2]]" {
 		t.Fatalf("rebuilt rows: %s", got)
 	}
 	// n3 has no row of its own (o2's was its answer): an older build's
 	// deletion of o2 would leave n3 without one.
 	oldDelete(t, db, "o2")
-	reopen()
+	db = reopen()
 	checkFallback(t, db, "after o2's older deletion")
 	// An empty marker, as a build without the stamp wrote, is no stamp.
 	if err := db.RebuildHolds(context.Background()); err != nil {
@@ -236,7 +238,7 @@ func TestHoldStampReproduction(t *testing.T) {
 	if err := db.bdb.Update(func(txn *badger.Txn) error { return txn.Set(keyHolds, nil) }); err != nil {
 		t.Fatal(err)
 	}
-	reopen()
+	db = reopen()
 	checkFallback(t, db, "empty marker")
 	for _, s := range snapList(t, db) { // with no snapshot left, rows start over
 		if err := db.DeleteSnapshot(s.Name); err != nil {
@@ -244,6 +246,6 @@ func TestHoldStampReproduction(t *testing.T) {
 		}
 	}
 	create("n4", refs(3))
-	reopen()
+	db = reopen()
 	checkHolders(t, db, 1, "after starting over")
 }

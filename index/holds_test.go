@@ -79,15 +79,6 @@ func TestHoldRowsMatchReferenceSets(t *testing.T) {
 	db := openSnapDB(t)
 	const files, revs = 12, 6
 	cur := map[FileID][]Rev{} // the tree's files as of the next snapshot
-	refsOf := func() *Refs {
-		r := NewRefs()
-		for f, rs := range cur {
-			for _, rev := range rs {
-				r.Add(uint64(rev)<<32 | uint64(f))
-			}
-		}
-		return r
-	}
 	n := 0
 	for step := range 300 {
 		list := snapList(t, db)
@@ -105,7 +96,7 @@ func TestHoldRowsMatchReferenceSets(t *testing.T) {
 				}
 			}
 			n++
-			if _, err := db.CreateSnapshot(&Snapshot{Name: fmt.Sprintf("s%d", n), Root: dirEntry(TreeHash{1})}, refsOf(), nil); err != nil {
+			if _, err := db.CreateSnapshot(&Snapshot{Name: fmt.Sprintf("s%d", n), Root: dirEntry(TreeHash{1})}, refsFor(cur), nil); err != nil {
 				t.Fatal(err)
 			}
 		case op < 9:

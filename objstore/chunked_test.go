@@ -6,7 +6,6 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -243,7 +242,7 @@ func TestChunkedReadCorrupt(t *testing.T) {
 	s.Close()
 	seg := filepath.Join(dir, "segments", segName(e.Seg))
 	for _, at := range []uint64{20, recHeaderLen + 2, recHeaderLen + 12, uint64(e.Stored) / 2, uint64(e.Stored) - 3} {
-		flip(t, seg, int64(e.Off+at))
+		flipByte(t, seg, int64(e.Off+at), 0x20)
 		s, err := Open(dir, Config{CacheBytes: 1, LatestBytes: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -252,7 +251,7 @@ func TestChunkedReadCorrupt(t *testing.T) {
 			t.Errorf("byte %d of the record flipped: %v, want ErrCorrupt", at, err)
 		}
 		s.Close()
-		flip(t, seg, int64(e.Off+at))
+		flipByte(t, seg, int64(e.Off+at), 0x20)
 	}
 	s, err = Open(dir, Config{CacheBytes: 1})
 	if err != nil {
@@ -261,22 +260,5 @@ func TestChunkedReadCorrupt(t *testing.T) {
 	defer s.Close()
 	if got, err := s.Get(ctx, e.ID()); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("restored record: %v", err)
-	}
-}
-
-func flip(t *testing.T, path string, at int64) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, at); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0x20
-	if _, err := f.WriteAt(b, at); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,16 +1,12 @@
 package objstore
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/deltafs/deltafs/index"
 )
@@ -32,13 +28,7 @@ func TestGCHelperProcess(t *testing.T) {
 		t.Skip("only runs as a helper subprocess")
 	}
 	opt := gcKillOptions()
-	last := int64(-1)
-	opt.Repack.Progress = func(p RepackProgress) {
-		if p.Committed != last {
-			last = p.Committed
-			fmt.Printf("committed %d of %d\n", p.Committed, p.Revisions)
-		}
-	}
+	opt.Repack.Progress = printCommitted()
 	fmt.Println("start")
 	rep, err := GC(context.Background(), dir, opt)
 	if err != nil {
@@ -77,11 +67,7 @@ func TestGCKillLoop(t *testing.T) {
 	round, killed, switched, finished := 0, 0, 0, 0
 	for ; killed < kills && round < maxRounds; round++ {
 		cmd, sc := startHelperEnv(t, "^TestGCHelperProcess$", gcHelperEnv, g.dir)
-		maxWait := 150
-		if round%2 == 1 && !raceEnabled {
-			maxWait = 100 + 60*round
-		}
-		wasKilled := killAfter(t, cmd, sc, time.Duration(r.IntN(maxWait))*time.Millisecond)
+		wasKilled := killAfter(t, cmd, sc, killWait(r, round))
 		if wasKilled {
 			killed++
 		}
@@ -141,46 +127,4 @@ func (g *gcStore) checkKept(t *testing.T, keep map[index.RevID]bool) {
 		}
 	}
 	verifyClean(t, s)
-}
-
-// startHelperEnv starts the test binary running test with env=dir and
-// returns it with its stdout lines, after its first one ("start").
-func startHelperEnv(t *testing.T, test, env, dir string) (*exec.Cmd, *bufio.Scanner) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run="+test)
-	cmd.Env = append(os.Environ(), env+"="+dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() || sc.Text() != "start" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("helper %s did not start: %q", test, sc.Text())
-	}
-	return cmd, sc
-}
-
-// killMidwayEnv runs the helper and kills it once it has committed at
-// least one revision and less than half of them; false if it finished
-// first.
-func killMidwayEnv(t *testing.T, test, env, dir string) bool {
-	cmd, sc := startHelperEnv(t, test, env, dir)
-	defer cmd.Wait()
-	defer cmd.Process.Signal(syscall.SIGKILL)
-	for sc.Scan() {
-		var n, total int64
-		if _, err := fmt.Sscanf(sc.Text(), "committed %d of %d", &n, &total); err == nil && n > 0 && n < total/2 {
-			cmd.Process.Signal(syscall.SIGKILL)
-			for sc.Scan() {
-			}
-			return true
-		}
-	}
-	return false
 }

@@ -33,28 +33,59 @@ func deltaOnly(f index.FileID, p1 index.RevID, d []byte, size int) PutRequest {
 	return PutRequest{File: f, P1: p1, Delta: d, DeltaBase: p1, DeltaOnly: true, Size: uint64(size)}
 }
 
+// deltaFile is a fresh store with one file whose first revision is size
+// bytes of genText, put as a fulltext: where the tests of puts from
+// deltas alone start.
+type deltaFile struct {
+	s     *Store
+	dir   string
+	r     *rand.Rand
+	f     index.FileID
+	text  []byte      // the newest revision's text
+	prev  index.RevID // the newest revision
+	texts map[index.RevID][]byte
+}
+
+func newDeltaFile(t testing.TB, cfg Config, seed uint64, size int) *deltaFile {
+	t.Helper()
+	s, dir := openNew(t, cfg)
+	d := &deltaFile{s: s, dir: dir, r: rand.New(rand.NewPCG(seed, seed+1)), f: mustNewFile(t, s, "f")}
+	d.text = genText(d.r, size)
+	d.prev = mustPut(t, s, PutRequest{File: d.f, Data: d.text}).ID()
+	d.texts = map[index.RevID][]byte{d.prev: d.text}
+	return d
+}
+
+// putDeltas puts n revisions from deltas alone, each writing span random
+// bytes in place into the last, and returns their entries.
+func (d *deltaFile) putDeltas(t testing.TB, n, span int) []index.Entry {
+	t.Helper()
+	var es []index.Entry
+	for range n {
+		next, dl := inPlace(t, d.r, d.text, span)
+		e := mustPut(t, d.s, deltaOnly(d.f, d.prev, dl, len(next)))
+		d.texts[e.ID()], d.text, d.prev = next, next, e.ID()
+		es = append(es, e)
+	}
+	return es
+}
+
 // TestPutDeltaOnly: revisions put from a delta alone read back identical,
 // hash nothing and verify clean.
 func TestPutDeltaOnly(t *testing.T) {
-	s, _ := openNew(t, Config{})
-	r := rand.New(rand.NewPCG(1, 2))
-	f := mustNewFile(t, s, "big")
-	text := genText(r, 4<<20)
-	prev := mustPut(t, s, PutRequest{File: f, Data: text}).ID()
-	texts := map[index.RevID][]byte{prev: text}
+	df := newDeltaFile(t, Config{}, 1, 4<<20)
+	s, f := df.s, df.f
 	before := mustStats(t, s).HashedBytes
-	for range 10 {
-		next, d := inPlace(t, r, text, 4096)
-		e := mustPut(t, s, deltaOnly(f, prev, d, len(next)))
+	for _, e := range df.putDeltas(t, 10, 4096) {
 		if e.Flags&index.FlagHashDeferred == 0 || e.Hash != 0 || e.Kind != index.KindP1 {
 			t.Fatalf("entry %+v: want a p1 delta with a deferred hash", e)
 		}
-		texts[e.ID()], text, prev = next, next, e.ID()
 	}
 	if got := mustStats(t, s).HashedBytes - before; got != 0 {
 		t.Errorf("delta-only puts hashed %d bytes, want 0", got)
 	}
-	for id, want := range texts {
+	text, prev := df.text, df.prev
+	for id, want := range df.texts {
 		if got := mustGet(t, s, id); !bytes.Equal(got, want) {
 			t.Fatalf("%v reads back %d different bytes", id, len(got))
 		}
@@ -95,11 +126,8 @@ func mustEntry(t testing.TB, s *Store, id index.RevID) index.Entry {
 // TestPutDeltaOnlyRejects: a delta that does not fit its base, its size or
 // its instruction stream is refused, and nothing is stored.
 func TestPutDeltaOnlyRejects(t *testing.T) {
-	s, _ := openNew(t, Config{})
-	r := rand.New(rand.NewPCG(3, 4))
-	f := mustNewFile(t, s, "f")
-	text := genText(r, 64<<10)
-	p := mustPut(t, s, PutRequest{File: f, Data: text}).ID()
+	df := newDeltaFile(t, Config{}, 3, 64<<10)
+	s, r, f, text, p := df.s, df.r, df.f, df.text, df.prev
 	next, d := inPlace(t, r, text, 100)
 	short, _ := inPlace(t, r, text[:1000], 10)
 	_, dShort := inPlace(t, r, short, 10)
@@ -123,11 +151,8 @@ func TestPutDeltaOnlyRejects(t *testing.T) {
 // TestPutDeltaOnlyChainCap: at the chain cap a delta-only put says it needs
 // the fulltext, and the fulltext put then starts a fresh chain.
 func TestPutDeltaOnlyChainCap(t *testing.T) {
-	s, _ := openNew(t, Config{MaxChainLen: 4})
-	r := rand.New(rand.NewPCG(5, 6))
-	f := mustNewFile(t, s, "f")
-	text := genText(r, 256<<10)
-	prev := mustPut(t, s, PutRequest{File: f, Data: text}).ID()
+	df := newDeltaFile(t, Config{MaxChainLen: 4}, 5, 256<<10)
+	s, r, f, text, prev := df.s, df.r, df.f, df.text, df.prev
 	fallbacks := 0
 	for range 12 {
 		next, d := inPlace(t, r, text, 512)
@@ -155,11 +180,8 @@ func TestPutDeltaOnlyChainCap(t *testing.T) {
 // TestPutDeltaOnlyBitFlip: a flipped bit in a deferred-hash revision's
 // record is caught by the record checksum, by Get and by Verify.
 func TestPutDeltaOnlyBitFlip(t *testing.T) {
-	s, dir := openNew(t, Config{})
-	r := rand.New(rand.NewPCG(7, 8))
-	f := mustNewFile(t, s, "f")
-	text := genText(r, 256<<10)
-	p := mustPut(t, s, PutRequest{File: f, Data: text}).ID()
+	df := newDeltaFile(t, Config{}, 7, 256<<10)
+	s, dir, r, f, text, p := df.s, df.dir, df.r, df.f, df.text, df.prev
 	next, d := inPlace(t, r, text, 300)
 	e := mustPut(t, s, deltaOnly(f, p, d, len(next)))
 	s.Close()
@@ -185,11 +207,8 @@ func TestPutDeltaOnlyBitFlip(t *testing.T) {
 // writes of text) is compressed as concatenated zstd frames on every core
 // and reads back identical through the ordinary zstd reader.
 func TestPutDeltaOnlyBig(t *testing.T) {
-	s, _ := openNew(t, Config{})
-	r := rand.New(rand.NewPCG(3, 4))
-	f := mustNewFile(t, s, "big")
-	text := genText(r, 64<<20)
-	prev := mustPut(t, s, PutRequest{File: f, Data: text}).ID()
+	df := newDeltaFile(t, Config{}, 3, 64<<20)
+	s, r, f, text, prev := df.s, df.r, df.f, df.text, df.prev
 	next, src := bytes.Clone(text), genText(r, 1<<20)
 	var spans []delta.Span
 	for off := int64(0); off+4096 <= int64(len(next)); off += 4 * 4096 { // a quarter of the file

@@ -3,7 +3,6 @@ package objstore
 import (
 	"bytes"
 	"context"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/deltafs/deltafs/index"
@@ -14,17 +13,9 @@ import (
 // reads back identical and the store verifies clean.
 func TestRepackDeferredHashes(t *testing.T) {
 	for _, reuse := range []Reuse{ReuseNever, ReuseAuto} {
-		s, dir := openNew(t, Config{})
-		r := rand.New(rand.NewPCG(3, 4))
-		f := mustNewFile(t, s, "big")
-		text := genText(r, 1<<20)
-		prev := mustPut(t, s, PutRequest{File: f, Data: text}).ID()
-		texts := map[index.RevID][]byte{prev: text}
-		for range 8 {
-			next, d := inPlace(t, r, text, 2048)
-			e := mustPut(t, s, deltaOnly(f, prev, d, len(next)))
-			texts[e.ID()], text, prev = next, next, e.ID()
-		}
+		df := newDeltaFile(t, Config{}, 3, 1<<20)
+		df.putDeltas(t, 8, 2048)
+		s, dir, texts := df.s, df.dir, df.texts
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -2,19 +2,14 @@ package objstore
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/deltafs/deltafs/index"
 )
 
 // The test binary re-executes itself to run a repack that the test kills:
@@ -40,13 +35,7 @@ func TestRepackHelperProcess(t *testing.T) {
 	if os.Getenv(repackHelperReuse) == "auto" {
 		opt.Reuse = ReuseAuto
 	}
-	last := int64(-1)
-	opt.Progress = func(p RepackProgress) {
-		if p.Committed != last {
-			last = p.Committed
-			fmt.Printf("committed %d of %d\n", p.Committed, p.Revisions)
-		}
-	}
+	opt.Progress = printCommitted()
 	fmt.Println("start")
 	rep, err := Repack(context.Background(), dir, opt)
 	if err != nil {
@@ -55,51 +44,6 @@ func TestRepackHelperProcess(t *testing.T) {
 	}
 	fmt.Printf("done %d\n", rep.Revisions)
 	os.Exit(0)
-}
-
-// startRepackHelper starts a repack subprocess on dir and returns it with
-// its stdout lines, after its first one.
-func startRepackHelper(t *testing.T, dir string, env ...string) (*exec.Cmd, *bufio.Scanner) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRepackHelperProcess$")
-	cmd.Env = append(append(os.Environ(), repackHelperEnv+"="+dir), env...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() || sc.Text() != "start" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("repack helper did not start: %q", sc.Text())
-	}
-	return cmd, sc
-}
-
-// killAfter SIGKILLs the helper after wait (or lets it finish first) and
-// reports whether it was killed.
-func killAfter(t *testing.T, cmd *exec.Cmd, sc *bufio.Scanner, wait time.Duration) bool {
-	t.Helper()
-	done := make(chan bool)
-	go func() {
-		finished := false
-		for sc.Scan() {
-			finished = finished || strings.HasPrefix(sc.Text(), "done ")
-		}
-		done <- finished
-	}()
-	time.Sleep(wait)
-	cmd.Process.Signal(syscall.SIGKILL)
-	finished := <-done
-	err := cmd.Wait()
-	if !finished && (err == nil || !strings.Contains(err.Error(), "killed")) {
-		t.Fatalf("repack helper failed on its own: %v", err)
-	}
-	return !finished
 }
 
 // TestRepackKillLoop SIGKILLs repacks at random moments; after each kill the
@@ -116,14 +60,7 @@ func TestRepackKillLoop(t *testing.T) {
 	round, killed, switched := 0, 0, 0
 	for ; killed < kills && round < maxRounds; round++ {
 		cmd, sc := startRepackHelper(t, dir)
-		// Odd rounds wait longer and longer, so that some get through a
-		// whole repack (each resumes the last) and kills land in the switch
-		// too; even rounds kill early.
-		maxWait := 150
-		if round%2 == 1 && !raceEnabled { // under -race the helper's start alone takes longer
-			maxWait = 100 + 60*round
-		}
-		if killAfter(t, cmd, sc, time.Duration(r.IntN(maxWait))*time.Millisecond) {
+		if killAfter(t, cmd, sc, killWait(r, round)) {
 			killed++
 		}
 		if exists(filepath.Join(dir, shadowName, switchName)) || !exists(filepath.Join(dir, shadowName)) {
@@ -195,16 +132,7 @@ func killWhole(t *testing.T, h *history, dir string, r *rand.Rand) {
 // the store reads back after each, and the last run leaves the kept
 // segments' files as they were.
 func killKept(t *testing.T, h *history, dir string, r *rand.Rand) {
-	s, err := Open(dir, Config{SegmentSize: 8 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := index.RevID{File: 1, Rev: index.Rev(h.revs)}
-	h.texts[id] = genText(rand.New(rand.NewPCG(9, 9)), 30_000)
-	mustPut(t, s, PutRequest{File: 1, Data: bytes.Clone(h.texts[id]), P1: index.RevID{File: 1, Rev: id.Rev - 1}})
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	h.putNew(t, dir, Config{SegmentSize: 8 << 10}, 1, 9, 30_000)
 	segs := segFiles(t, dir)
 	killed := 0
 	for round := 0; round < 8; round++ {
@@ -229,20 +157,16 @@ func killKept(t *testing.T, h *history, dir string, r *rand.Rand) {
 	t.Logf("reuse=auto keeping segments: %d of 8 runs killed; %d of %d segments kept", killed, kept, len(segs))
 }
 
+// startRepackHelper starts a repack subprocess on dir (with the
+// variables of env) and returns it with its stdout lines, after its
+// first one.
+func startRepackHelper(t *testing.T, dir string, env ...string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	return startHelperEnv(t, "^TestRepackHelperProcess$", repackHelperEnv, dir, env...)
+}
+
 // killMidway runs a repack and kills it once it has committed at least one
 // revision and less than half of them; false if it finished first.
 func killMidway(t *testing.T, dir string) bool {
-	cmd, sc := startRepackHelper(t, dir)
-	defer cmd.Wait()
-	defer cmd.Process.Signal(syscall.SIGKILL)
-	for sc.Scan() {
-		var n, total int64
-		if _, err := fmt.Sscanf(sc.Text(), "committed %d of %d", &n, &total); err == nil && n > 0 && n < total/2 {
-			cmd.Process.Signal(syscall.SIGKILL)
-			for sc.Scan() {
-			}
-			return true
-		}
-	}
-	return false
+	return killMidwayEnv(t, "^TestRepackHelperProcess$", repackHelperEnv, dir)
 }

@@ -3,7 +3,6 @@ package objstore
 import (
 	"bytes"
 	"errors"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -99,16 +98,7 @@ func TestRepackReuseWhole(t *testing.T) {
 	// whole, and what the repack keeps is kept verbatim. (A small delta
 	// written since would be kept as it is: the plan says whole.)
 	d = copyStore(t, dir)
-	s, err := Open(d, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := index.RevID{File: 1, Rev: index.Rev(h.revs)}
-	h.texts[id] = genText(rand.New(rand.NewPCG(7, 7)), 5000)
-	mustPut(t, s, PutRequest{File: 1, Data: bytes.Clone(h.texts[id]), P1: index.RevID{File: 1, Rev: id.Rev - 1}})
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	h.putNew(t, d, Config{}, 1, 7, 5000)
 	if rep := mustRepack(t, d, RepackOptions{}); rep.Whole || rep.Reused == 0 {
 		t.Errorf("after a new revision: %+v", rep)
 	}
@@ -249,16 +239,7 @@ func TestRepackKeepsSegments(t *testing.T) {
 		t.Fatalf("want several segments, got %d", len(segs))
 	}
 	// A fulltext no repack chose, in the tail segment or a new one.
-	s, err := Open(dir, Config{SegmentSize: seg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := index.RevID{File: 2, Rev: index.Rev(h.revs)}
-	h.texts[id] = genText(rand.New(rand.NewPCG(8, 8)), 6000)
-	mustPut(t, s, PutRequest{File: 2, Data: bytes.Clone(h.texts[id]), P1: index.RevID{File: 2, Rev: id.Rev - 1}})
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	h.putNew(t, dir, Config{SegmentSize: seg}, 2, 8, 6000)
 	before, ents := segFiles(t, dir), entries(t, dir)
 	rep := mustRepack(t, dir, RepackOptions{SegmentSize: seg})
 	t.Logf("%+v", rep)

@@ -76,6 +76,23 @@ func (h *history) write(t testing.TB, s *Store) {
 	}
 }
 
+// putNew opens the store in dir with cfg and puts a new revision of file
+// f after its last one: size bytes of genText (seed), which no delta of
+// the history's could be, so it is stored as a fulltext no repack chose.
+func (h *history) putNew(t testing.TB, dir string, cfg Config, f index.FileID, seed uint64, size int) {
+	t.Helper()
+	s, err := Open(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := index.RevID{File: f, Rev: index.Rev(h.revs)}
+	h.texts[id] = genText(rand.New(rand.NewPCG(seed, seed)), size)
+	mustPut(t, s, PutRequest{File: f, Data: bytes.Clone(h.texts[id]), P1: index.RevID{File: f, Rev: id.Rev - 1}})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // check opens dir and checks every revision and Verify.
 func (h *history) check(t testing.TB, dir string) {
 	t.Helper()
