@@ -29,6 +29,7 @@ type contentRef struct {
 	handle *unix.FileHandle
 	rel    string // live-tree relative path at the report
 	held   *atomic.Int64
+	data   *atomic.Int64 // FS.captured, for a Change carrying Data
 
 	// Set for a reference-only Change (see refTable): the file opened by
 	// keepRemoved before its last name went away.
@@ -42,6 +43,9 @@ type contentRef struct {
 // while fewer than maxContentFds Changes hold one, else a reference.
 func (f *FS) attachContent(c *Change, fd int) {
 	c.Report = f.reports.Add(1)
+	if f.captureSmallNew(c, fd) {
+		return
+	}
 	if f.contentFds.Add(1) <= maxContentFds {
 		if c.Content = reopen(fd); c.Content != nil {
 			c.ref = &contentRef{held: &f.contentFds}
@@ -68,6 +72,9 @@ func (c *Change) Open() (*os.File, error) {
 	r := c.ref
 	if r == nil {
 		return nil, errors.New("live file not reopened")
+	}
+	if c.Data != nil {
+		return nil, errors.New("live file not reopened: the change carries its content (Data)")
 	}
 	if kept := r.kept.Swap(nil); kept != nil { // its last name is gone
 		c.Content = kept
@@ -110,6 +117,11 @@ func (c *Change) openByPath() (*os.File, error) {
 
 // Close closes the live file of c, if open, and forgets how to open it.
 func (c *Change) Close() {
+	if c.ref != nil && c.ref.data != nil {
+		c.ref.data.Add(-int64(len(c.Data)))
+		c.ref.data = nil
+	}
+	c.Data = nil
 	if c.Content != nil {
 		_ = c.Content.Close()
 		c.Content = nil

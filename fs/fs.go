@@ -38,6 +38,10 @@ type Config struct {
 	// History serves the revisions listed in .history; nil shows every
 	// file with no revision.
 	History History
+	// ReadSmallNew makes the report of a small new file carry its
+	// content, read before the release returns (Change.Data), instead
+	// of the file reopened for the recorder (see capture.go).
+	ReadSmallNew bool
 }
 
 // FS is a live tree: a go-fuse node tree over Config.LiveDir.
@@ -60,6 +64,8 @@ type FS struct {
 	refs        refTable      // Changes holding a reference only, by inode (see keepRemoved)
 	reports     atomic.Uint64 // Changes reported (Change.Report)
 	quiet       bool          // rec takes no Removed and Linked events (QuietRecorder)
+	readNew     bool          // Config.ReadSmallNew
+	captured    atomic.Int64  // bytes of Change.Data not yet closed (see capture.go)
 	closing     atomic.Int32  // writable handles closed but not released, all files (see history_wait.go)
 
 	// serverReads counts reads served by this process for handles
@@ -81,6 +87,7 @@ func New(cfg Config) (*FS, error) {
 	if f.rec == nil {
 		f.rec = NopRecorder{}
 	}
+	f.readNew = cfg.ReadSmallNew
 	if q, ok := f.rec.(QuietRecorder); ok {
 		f.quiet = q.IgnoresRemovesAndLinks()
 	}

@@ -125,7 +125,10 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		return nil, nil, 0, syscall.EEXIST
 	}
 	flags &^= syscall.O_APPEND
-	fd, err := n.fsys.openLive(n.childRel(name), int(flags)|syscall.O_CREAT, mode)
+	fd, err := n.fsys.openLive(n.childRel(name), n.fsys.createFlags(int(flags))|syscall.O_CREAT, mode)
+	if err == syscall.EACCES && n.fsys.createFlags(int(flags)) != int(flags) {
+		fd, err = n.fsys.openLive(n.childRel(name), int(flags)|syscall.O_CREAT, mode) // an existing file we may not read
+	}
 	if err != nil {
 		return nil, nil, 0, n.fsys.errno("create", err)
 	}

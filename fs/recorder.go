@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"time"
 )
 
 // FileID identifies a file of the live tree for the whole of its life:
@@ -78,6 +79,13 @@ type Change struct {
 	// maxContentFds): Open then opens the file when it is needed.
 	Content *os.File
 	ref     *contentRef
+
+	// Data, if not nil, is the whole content of the live file, read at
+	// the report (a small new file, see capture.go), and DataTime when
+	// it was read; Content is nil then and Open fails: a recorder takes
+	// Data instead. Close gives its bytes back to the live tree's budget.
+	Data     []byte
+	DataTime time.Time
 
 	// Report numbers the reports of a mount (1, 2, ...), so that a
 	// recorder can tell them apart whether or not they carry Content.

@@ -158,7 +158,7 @@ func open(store, mnt string, cfg Config) (*running, error) {
 	if err != nil {
 		return nil, errors.Join(err, m.close(context.Background()))
 	}
-	m.fsys, err = fs.New(m.snaps.fsConfig(fs.Config{LiveDir: live, Recorder: journaled{m.rec, m.jnl}, Logger: cfg.Logger, Passthrough: os.Geteuid() == 0, History: hist}))
+	m.fsys, err = fs.New(m.snaps.fsConfig(fs.Config{LiveDir: live, Recorder: journaled{m.rec, m.jnl}, Logger: cfg.Logger, Passthrough: os.Geteuid() == 0, History: hist, ReadSmallNew: true}))
 	if err != nil {
 		return nil, errors.Join(err, m.close(context.Background()))
 	}

@@ -256,6 +256,9 @@ func (s *storeSink) stage(c *fs.Change, continues fs.FileID) (*job, error) {
 // open reopens j's live file; it touches none of the sink's maps.
 func (s *storeSink) open(j *job) {
 	c := j.c
+	if c.Data != nil {
+		return // read at the report
+	}
 	live, err := c.Open()
 	if errors.Is(err, syscall.ESTALE) {
 		// Removed before its turn, while too many changes were pending
@@ -326,7 +329,13 @@ func (s *storeSink) put(ctx context.Context, j *job) {
 		return
 	}
 	at := time.Now() // the revision's time: see objstore.PutRequest.Time
-	data, err := readContent(live, c.Size)
+	var data []byte
+	var err error
+	if c.Data != nil {
+		at, data = c.DataTime, c.Data // read at the report (fs.Change.Data)
+	} else {
+		data, err = readContent(live, c.Size)
+	}
 	// The text is in memory: a writer may change the live file while it
 	// is put, and its changes then have ctimes after at (see ctimeSlack),
 	// not before the revision's time. (A change recorded from its ranges
