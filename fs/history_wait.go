@@ -57,6 +57,23 @@ func (f *FS) waitReleases(ctx context.Context, rel string) {
 	waitZero(ctx, &n.closing)
 }
 
+// waitChildReleases waits up to closingWait until no writable handle of
+// child name of n is closed but not released. An unlink or rename calls
+// it first: "echo v2 > f; mv t f" must report f's change (at its
+// RELEASE, which the kernel may send after the RENAME) before f's name
+// goes, or the change would be recorded after the rename, as f's newest
+// revision, or lost with the file's last name (keepRemoved).
+func (n *Node) waitChildReleases(ctx context.Context, name string) {
+	if n.fsys.closing.Load() <= 0 {
+		return
+	}
+	if ch := n.GetChild(name); ch != nil {
+		if c, ok := ch.Operations().(*Node); ok {
+			waitZero(ctx, &c.closing)
+		}
+	}
+}
+
 // WaitFileReleases is waitReleases for the mount's history commands
 // (deltafs log, cat, restore): rel is slash-separated, below the root.
 func (f *FS) WaitFileReleases(ctx context.Context, rel string) {

@@ -68,6 +68,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if n.reserved(name) {
 		return syscall.EPERM
 	}
+	n.waitChildReleases(ctx, name)
 	if n.fsys.quiet {
 		return n.unlinkQuietly(ctx, name)
 	}
@@ -155,6 +156,8 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if n.reserved(name) || np.reserved(newName) {
 		return syscall.EPERM
 	}
+	n.waitChildReleases(ctx, name)
+	np.waitChildReleases(ctx, newName)
 	ev := n.renameEvent(name, np, newName, flags)
 	fromIno, toIno := n.childIno(name), np.childIno(newName)
 	if !ev.Exchange && toIno != 0 && toIno != fromIno {

@@ -105,7 +105,7 @@ func revisions(t *testing.T, store string) (*objstore.Store, map[index.FileID][]
 	}
 	t.Cleanup(func() { st.Close() })
 	out := map[index.FileID][]index.Entry{}
-	for f := index.FileID(1); f < 100; f++ {
+	for f := index.FileID(1); f < 1000; f++ {
 		st.Revisions(context.Background(), f, func(e index.Entry) error {
 			out[f] = append(out[f], e)
 			return nil

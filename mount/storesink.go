@@ -263,7 +263,7 @@ func (s *storeSink) open(j *job) {
 	if errors.Is(err, syscall.ESTALE) {
 		// Removed before its turn, while too many changes were pending
 		// for each to hold its file open (see fs.Change.Open).
-		s.log.Debug("live file removed before it was recorded", "path", c.Path)
+		s.log.Warn("live file removed before it was recorded: its last change is lost", "path", c.Path)
 		j.gone = true
 		return
 	}
