@@ -68,9 +68,11 @@ const (
 	// A later repack with reuse keeps that choice verbatim (git's delta
 	// reuse) as long as it meets the caps.
 	FlagRepacked Flags = 1 << 9
-	// FlagFastZstd lives in the index only: the fulltext was compressed
-	// at zstd's fastest level by a writer that must keep up (the mount,
-	// objstore.Config.FastFulltexts). A repack recompresses it.
+	// FlagFastZstd lives in the index only: the fulltext is stored in a
+	// fast first form by a writer that must keep up: compressed at zstd's
+	// fastest level (the mount, objstore.Config.FastFulltexts), or a big
+	// streamed fulltext with chunks stored raw to save time
+	// (objstore.Store.PutFrom). A repack recompresses it.
 	FlagFastZstd Flags = 1 << 10
 )
 

@@ -74,9 +74,11 @@
 // bytes), carried into Put, which verifies it and keeps it unless its own
 // is smaller; unless they cover most of the file (a rewrite, e.g. after
 // O_TRUNC): then the whole file is diffed against the previous text, which
-// stores only what changed. Not yet: objstore.Put still takes the whole fulltext, so
-// recording reads the whole live file (files over 4 GiB are not
-// recorded).
+// stores only what changed. Otherwise the sink hands the live file to the
+// store (objstore.Store.PutFrom), which reads it whole, or streams a big
+// new file's first revision into its segment while reading it (M1: the
+// time from fsync to a durable revision of a 1 GiB new file); files over
+// 4 GiB are not recorded.
 //
 // # Crash safety
 //

@@ -329,29 +329,32 @@ func (s *storeSink) put(ctx context.Context, j *job) {
 		return
 	}
 	at := time.Now() // the revision's time: see objstore.PutRequest.Time
-	var data []byte
-	var err error
+	req := objstore.PutRequest{File: j.fid, P1: j.p1, P2: j.p2, Hints: j.hints, Time: at}
 	if c.Data != nil {
-		at, data = c.DataTime, c.Data // read at the report (fs.Change.Data)
+		// Read at the report (fs.Change.Data).
+		req.Time, req.Data = c.DataTime, c.Data
+		j.read.readDone()
+		s.liveRead.Add(int64(len(c.Data)))
+		j.entry, j.commit, j.err = s.st.PutNoWait(ctx, req)
 	} else {
-		data, err = readContent(live, c.Size)
+		size := c.Size
+		if fi, err := live.Stat(); err == nil {
+			size = fi.Size()
+		}
+		// The store signals once it no longer reads the live file (the
+		// text is in memory, or a streamed big fulltext is read to its
+		// end): a writer may change the live file while it is put, and
+		// its changes then have ctimes after at (see ctimeSlack), not
+		// before the revision's time. (A change recorded from its ranges
+		// signals only once it is stored, in finish: if the store refuses
+		// the delta, the whole live file is read after all.)
+		src := countingReader{live, &s.liveRead}
+		j.entry, j.commit, j.err = s.st.PutFrom(ctx, req, src, size, j.read.readDone)
 	}
-	// The text is in memory: a writer may change the live file while it
-	// is put, and its changes then have ctimes after at (see ctimeSlack),
-	// not before the revision's time. (A change recorded from its ranges
-	// signals only once it is stored, in finish: if the store refuses the
-	// delta, the whole live file is read after all.)
-	j.read.readDone()
-	if err != nil {
-		j.err = fmt.Errorf("%s: read live file: %w", c.Path, err)
-		return
-	}
-	s.liveRead.Add(int64(len(data)))
-	req := objstore.PutRequest{File: j.fid, Data: data, P1: j.p1, P2: j.p2, Hints: j.hints, Time: at}
-	if j.entry, j.commit, j.err = s.st.PutNoWait(ctx, req); j.err != nil {
+	if j.err != nil {
 		j.err = fmt.Errorf("%s: record revision: %w", c.Path, j.err)
 	}
-	j.size = int64(len(data))
+	j.size = int64(j.entry.Size)
 }
 
 // finish takes j's results into the sink's maps.
@@ -472,22 +475,4 @@ func (s *storeSink) prev(fid index.FileID) index.RevID {
 	r := index.RevID{File: fid, Rev: index.Rev(m.Revs - 1)}
 	s.last[fid] = r
 	return r
-}
-
-// readContent reads the live file from its start.
-func readContent(f *os.File, size int64) ([]byte, error) {
-	buf := make([]byte, 0, max(size, 0)+1)
-	for off := int64(0); ; {
-		n, err := f.ReadAt(buf[len(buf):cap(buf)], off)
-		buf, off = buf[:len(buf)+n], off+int64(n)
-		if errors.Is(err, io.EOF) {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-	}
 }

@@ -83,6 +83,55 @@ func TestInPlaceWriteCostsTheWrite(t *testing.T) {
 	}
 }
 
+// TestBigNewFileStreamed: a new file of 40 MiB (over the store's 32 MiB
+// for chunked fulltexts), written through the mount, is recorded as a
+// streamed chunked fulltext: its live file read and hashed once; its
+// rewrite (a revision with a parent) is put from the whole text; both
+// read back and the store verifies clean.
+func TestBigNewFileStreamed(t *testing.T) {
+	const size = 40 << 20
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	p := filepath.Join(l.mnt, "big")
+	sink := l.sink(t)
+	want := [][]byte{bytes.Repeat(testutil.Bytes(1, 4096), size/4096)}
+	read0, hashed0 := sink.liveRead.Load(), storeStats(t, sink.st).HashedBytes
+	if err := os.WriteFile(p, want[0], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.recorded(t, 1)
+	read, hashed := sink.liveRead.Load()-read0, storeStats(t, sink.st).HashedBytes-hashed0
+	if read != size || hashed != size {
+		t.Errorf("first revision: %d bytes read from the live file, %d hashed; want %d once", read, hashed, size)
+	}
+	want = append(want, testutil.Bytes(2, size))
+	if err := os.WriteFile(p, want[1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.recorded(t, 2)
+	l.stop(t)
+	st, revs := revisions(t, store)
+	if len(revs[1]) != len(want) {
+		t.Fatalf("%d revisions, want %d", len(revs[1]), len(want))
+	}
+	// Compressible, so smaller than the text unless the appender stored
+	// its chunks raw to save time (FlagFastZstd).
+	if e := revs[1][0]; e.Kind != index.KindFull || e.Flags&index.FlagChunked == 0 ||
+		uint64(e.Stored) >= e.Size && e.Flags&index.FlagFastZstd == 0 {
+		t.Errorf("first revision stored as %v, flags %v, %d of %d bytes", e.Kind, e.Flags, e.Stored, e.Size)
+	}
+	for i, e := range revs[1] {
+		got, err := st.Get(context.Background(), e.ID())
+		if err != nil || !bytes.Equal(got, want[i]) {
+			t.Fatalf("revision %d reads back wrong (%v)", i, err)
+		}
+	}
+	n, err := st.Verify(context.Background(), func(p objstore.Problem) { t.Errorf("verify: %v", p) })
+	if err != nil || n != 0 {
+		t.Fatalf("verify: %d problems, %v", n, err)
+	}
+}
+
 func storeStats(t testing.TB, st *objstore.Store) objstore.Stats {
 	t.Helper()
 	s, err := st.Stats(context.Background())

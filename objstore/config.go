@@ -33,6 +33,10 @@ type Config struct {
 
 	// hash overrides the content hash (tests force collisions with it).
 	hash func([]byte) uint64
+	// encoders overrides how many goroutines S2-encode a streamed
+	// fulltext's chunks (chunked_stream.go); negative: none, every chunk
+	// is stored raw (tests).
+	encoders int
 }
 
 const (

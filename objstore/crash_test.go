@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,9 +46,22 @@ func crashContent(f index.FileID, rev index.Rev) []byte {
 	return append(out, base[b:]...)
 }
 
+// crashBigBase is the text of the streamed puts' files.
+var crashBigBase = sync.OnceValue(func() []byte {
+	return bytes.Repeat(genText(rand.New(rand.NewPCG(7, 99)), 1<<20), bigFull>>20+1)
+})
+
+// crashBig is the content of the streamed file f (not one of the
+// crashFiles): a new file's first revision of bigFull bytes or more.
+func crashBig(f index.FileID) []byte {
+	return append(fmt.Appendf(nil, "big file %d\n", f), crashBigBase()...)
+}
+
 // helperPutLoop puts revisions of crashFiles files from concurrent writers
-// until killed, printing "ok <file> <rev> <hash>" once each Put returns.
-func helperPutLoop(dir string) error {
+// until killed, printing "ok <file> <rev> <hash>" once each Put returns;
+// and, beside them if stream, new big files streamed from a file
+// (PutFrom).
+func helperPutLoop(dir string, stream bool) error {
 	s, err := Open(dir, Config{SegmentSize: 128 << 10})
 	if err != nil {
 		return err
@@ -59,11 +74,56 @@ func helperPutLoop(dir string) error {
 		}
 	}
 	fmt.Println("ready")
-	errc := make(chan error, crashFiles)
+	errc := make(chan error, crashFiles+1)
 	for f := index.FileID(1); f <= crashFiles; f++ {
 		go func() { errc <- putForever(s, f) }()
 	}
+	if stream {
+		go func() { errc <- streamForever(s, filepath.Join(dir, "big.src")) }()
+	}
 	return <-errc
+}
+
+// streamForever puts two new big files, each streamed from a file, then
+// waits for the kill: enough for a kill during a stream to be likely,
+// few enough to keep the store small.
+func streamForever(s *Store, path string) error {
+	for i := 0; ; i++ {
+		if i == 2 {
+			select {}
+		}
+		f, err := s.NewFile(fmt.Sprint("big", i))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, crashBig(f), 0o600); err != nil {
+			return err
+		}
+		src, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		e, commit, err := s.PutFrom(context.Background(), PutRequest{File: f}, src, int64(len(crashBig(f))), nil)
+		if err == nil {
+			err = commit()
+		}
+		src.Close()
+		if err != nil {
+			return err
+		}
+		if e.Flags&index.FlagChunked == 0 {
+			return fmt.Errorf("big file %d not stored chunked: %v", f, e.Flags)
+		}
+		fmt.Printf("ok %d %d %d\n", f, e.Rev, e.Hash)
+	}
+}
+
+// wantContent is what acknowledged revision id holds.
+func wantContent(id index.RevID) []byte {
+	if id.File > crashFiles {
+		return crashBig(id.File)
+	}
+	return crashContent(id.File, id.Rev)
 }
 
 func putForever(s *Store, f index.FileID) error {
@@ -116,28 +176,52 @@ func TestKill9(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	start := time.Now()
 	for round := range rounds {
-		// Most rounds kill after the first acknowledged put, so that the
-		// loop exercises puts however slow the machine is; the rest kill
-		// at any moment after start-up, recovery included.
-		afterAck := r.IntN(4) != 0
-		acks := killRound(t, dir, time.Duration(r.IntN(150))*time.Millisecond, afterAck)
+		// Half the rounds kill after the first acknowledged put, so that
+		// the loop exercises puts however slow the machine is; a quarter
+		// stream big files beside the puts and kill after the first one,
+		// so that a kill during the next one is likely; the rest kill at
+		// any moment after start-up, recovery included.
+		after := []putKillAt{putKillAny, putKillAfterStream, putKillAfterAck, putKillAfterAck}[r.IntN(4)]
+		acks := killRound(t, dir, time.Duration(r.IntN(150))*time.Millisecond, after)
 		acked = append(acked, acks...)
-		checkAfterCrash(t, dir, acked, round, log)
+		checkAfterCrash(t, dir, acked, len(acks), round, log)
 	}
 	if len(acked) < rounds/2 {
 		t.Fatalf("only %d puts acknowledged over %d rounds: the loop did not exercise much", len(acked), rounds)
+	}
+	big := 0
+	for _, a := range acked {
+		if a.id.File > crashFiles {
+			big++
+		}
+	}
+	if big == 0 {
+		t.Errorf("no streamed put acknowledged: the loop did not test them")
 	}
 	cuts := strings.Count(logs.String(), "uncommitted")
 	if cuts == 0 {
 		t.Errorf("no kill ever left an uncommitted tail to cut: the loop did not test recovery")
 	}
-	t.Logf("%d rounds, %d acknowledged puts, %d uncommitted tails cut, %v", rounds, len(acked), cuts, time.Since(start))
+	t.Logf("%d rounds, %d acknowledged puts (%d streamed), %d uncommitted tails cut, %v", rounds, len(acked), big, cuts, time.Since(start))
 }
 
-// killRound runs the put loop, kills it after wait (counted from its first
-// acknowledged put if afterAck) and returns its acks.
-func killRound(t *testing.T, dir string, wait time.Duration, afterAck bool) []ack {
-	cmd, _, out, first := startHelper(t, "put-loop", dir)
+// putKillAt is when killRound starts counting its wait.
+type putKillAt int
+
+const (
+	putKillAny         putKillAt = iota // once the helper is ready
+	putKillAfterAck                     // from the first acknowledged put
+	putKillAfterStream                  // from the first acknowledged streamed put
+)
+
+// killRound runs the put loop, kills it after wait (counted from the
+// moment after says) and returns its acks.
+func killRound(t *testing.T, dir string, wait time.Duration, after putKillAt) []ack {
+	role := "put-loop"
+	if after == putKillAfterStream {
+		role = "put-loop-stream"
+	}
+	cmd, _, out, first := startHelper(t, role, dir)
 	if first != "ready" {
 		t.Fatalf("helper said %q", first)
 	}
@@ -147,6 +231,7 @@ func killRound(t *testing.T, dir string, wait time.Duration, afterAck bool) []ac
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(out)
+		fired := false
 		for sc.Scan() {
 			var a ack
 			var f, rev uint64
@@ -155,17 +240,18 @@ func killRound(t *testing.T, dir string, wait time.Duration, afterAck bool) []ac
 			}
 			a.id = index.RevID{File: index.FileID(f), Rev: index.Rev(rev)}
 			acks = append(acks, a)
-			if len(acks) == 1 {
+			if !fired && (after == putKillAfterAck || after == putKillAfterStream && a.id.File > crashFiles) {
 				close(firstAck)
+				fired = true
 			}
 		}
 	}()
-	if afterAck {
+	if after != putKillAny {
 		select {
 		case <-firstAck:
 		case <-done:
 		case <-time.After(30 * time.Second):
-			t.Fatalf("no put acknowledged within 30 s")
+			t.Fatalf("no put acknowledged within 30 s (%d)", after)
 		}
 	}
 	time.Sleep(wait)
@@ -177,7 +263,9 @@ func killRound(t *testing.T, dir string, wait time.Duration, afterAck bool) []ac
 	return acks
 }
 
-func checkAfterCrash(t *testing.T, dir string, acked []ack, round int, log *slog.Logger) {
+// checkAfterCrash checks every acknowledged revision, a streamed one
+// only in the round that acknowledged it (the last fresh of acked).
+func checkAfterCrash(t *testing.T, dir string, acked []ack, fresh, round int, log *slog.Logger) {
 	t.Helper()
 	s, err := Open(dir, Config{Logger: log})
 	if err != nil {
@@ -185,12 +273,15 @@ func checkAfterCrash(t *testing.T, dir string, acked []ack, round int, log *slog
 	}
 	defer s.Close()
 	ctx := context.Background()
-	for _, a := range acked {
+	for i, a := range acked {
+		if a.id.File > crashFiles && i < len(acked)-fresh {
+			continue // checked in its round; verifyClean checks its hash
+		}
 		got, err := s.Get(ctx, a.id)
 		if err != nil {
 			t.Fatalf("round %d: acknowledged %v lost: %v", round, a.id, err)
 		}
-		if !bytes.Equal(got, crashContent(a.id.File, a.id.Rev)) || s.cfg.hash(got) != a.hash {
+		if !bytes.Equal(got, wantContent(a.id)) || s.cfg.hash(got) != a.hash {
 			t.Fatalf("round %d: acknowledged %v reads back wrong", round, a.id)
 		}
 	}

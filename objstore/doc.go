@@ -45,7 +45,12 @@
 // Big fulltexts (bigFull, 32 MiB, and more) are stored chunked
 // (chunked.go, format 2): chunks of 4 MiB encoded independently with S2
 // on every core, raw where they do not compress, and decoded straight
-// into the text on read; smaller fulltexts are one zstd frame. Big
+// into the text on read; smaller fulltexts are one zstd frame. A big
+// first revision with nothing to delta against (a new file's: M1) can be
+// put from its source (PutFrom, chunked_stream.go): read, hashed, encoded
+// and written chunk by chunk, overlapping, with the chunks no encoder got
+// to first stored raw (index.FlagFastZstd, so that a repack compresses
+// them); it holds what it stores, not the text as well. Big
 // delta payloads (bigDelta, 8 MiB, and more: a writer's many scattered
 // writes) are zstd too, compressed in 4 MiB chunks on every core as
 // concatenated frames, which read back as one zstd stream.

@@ -25,7 +25,9 @@ func TestHelperProcess(t *testing.T) {
 	case "hold-lock":
 		err = helperHoldLock(dir)
 	case "put-loop":
-		err = helperPutLoop(dir)
+		err = helperPutLoop(dir, false)
+	case "put-loop-stream":
+		err = helperPutLoop(dir, true)
 	default:
 		err = fmt.Errorf("unknown helper role %q", role)
 	}

@@ -106,13 +106,8 @@ func (s *Store) PutNoWait(ctx context.Context, req PutRequest) (index.Entry, fun
 // prepare chooses how to store the revision and appends its record.
 // Called with wmu held.
 func (s *Store) prepare(ctx context.Context, req *PutRequest, data []byte, hash uint64) (index.Entry, index.FileMeta, error) {
-	switch {
-	case s.closed:
-		return index.Entry{}, index.FileMeta{}, ErrClosed
-	case s.broken != nil:
-		return index.Entry{}, index.FileMeta{}, s.broken
-	case s.cfg.ReadOnly:
-		return index.Entry{}, index.FileMeta{}, ErrReadOnly
+	if err := s.canPut(); err != nil {
+		return index.Entry{}, index.FileMeta{}, err
 	}
 	meta, err := s.fileMeta(req.File)
 	if err != nil {
@@ -142,6 +137,20 @@ func (s *Store) prepare(ctx context.Context, req *PutRequest, data []byte, hash 
 		meta.LastSnap, meta.HasSnap = e.Rev, true
 	}
 	return e, *meta, nil
+}
+
+// canPut returns why the store takes no put, if it does not. Called
+// with wmu held.
+func (s *Store) canPut() error {
+	switch {
+	case s.closed:
+		return ErrClosed
+	case s.broken != nil:
+		return s.broken
+	case s.cfg.ReadOnly:
+		return ErrReadOnly
+	}
+	return nil
 }
 
 func (s *Store) checkRev(id index.RevID) (index.Entry, error) {

@@ -69,17 +69,30 @@ func appendRecord(dst []byte, h recHeader, payload []byte) []byte {
 // for h and payload: written around the payload, without copying it (a
 // big fulltext's payload is hundreds of MiB).
 func recordParts(h recHeader, payload []byte) (head, tail []byte) {
-	head = make([]byte, 0, recHeaderLen)
+	head = recordHead(h, len(payload))
+	return head, recordSum(head, payload)
+}
+
+// recordHead returns the header of the record for h with a payload of n
+// bytes.
+func recordHead(h recHeader, n int) []byte {
+	head := make([]byte, 0, recHeaderLen)
 	head = append(head, recMagic...)
 	head = append(head, recVersion, h.Flags, 0, 0)
 	head = binary.BigEndian.AppendUint64(head, uint64(h.ID.File))
 	head = binary.BigEndian.AppendUint32(head, uint32(h.ID.Rev))
-	head = binary.BigEndian.AppendUint32(head, uint32(len(payload)))
-	head = binary.BigEndian.AppendUint64(head, h.TextLen)
+	head = binary.BigEndian.AppendUint32(head, uint32(n))
+	return binary.BigEndian.AppendUint64(head, h.TextLen)
+}
+
+// recordSum returns the trailer of a record whose header and payload
+// are parts, in order.
+func recordSum(parts ...[]byte) []byte {
 	d := xxhash.New()
-	d.Write(head)
-	d.Write(payload)
-	return head, binary.BigEndian.AppendUint64(nil, d.Sum64())
+	for _, p := range parts {
+		d.Write(p)
+	}
+	return binary.BigEndian.AppendUint64(nil, d.Sum64())
 }
 
 // parseHeader decodes a record header, without the checksum.

@@ -89,20 +89,9 @@ func (s *segments) append(parts ...[]byte) (seg uint32, off uint64, err error) {
 	for _, p := range parts {
 		n += int64(len(p))
 	}
-	if s.curSize > 0 && s.curSize+n > s.maxSize {
-		s.cur, s.curSize = s.cur+1, 0
-	}
-	fresh := s.curSize == 0
-	f, err := s.file(s.cur, true)
+	f, err := s.roll(n)
 	if err != nil {
 		return 0, 0, err
-	}
-	if fresh {
-		// The new file's directory entry must be durable before any index
-		// entry can point into it.
-		if err := syncDir(s.dir); err != nil {
-			return 0, 0, fmt.Errorf("objstore: sync segment dir: %w", err)
-		}
 	}
 	at := s.curSize
 	for _, p := range parts {
@@ -115,6 +104,57 @@ func (s *segments) append(parts ...[]byte) (seg uint32, off uint64, err error) {
 	s.curSize += n
 	s.dirty[s.cur] = true
 	return seg, off, nil
+}
+
+// roll moves to a new segment if a record of n bytes would grow the
+// current one past maxSize, and returns the current segment's file.
+func (s *segments) roll(n int64) (*os.File, error) {
+	if s.curSize > 0 && s.curSize+n > s.maxSize {
+		s.cur, s.curSize = s.cur+1, 0
+	}
+	fresh := s.curSize == 0
+	f, err := s.file(s.cur, true)
+	if err != nil {
+		return nil, err
+	}
+	if fresh {
+		// The new file's directory entry must be durable before any index
+		// entry can point into it.
+		if err := syncDir(s.dir); err != nil {
+			return nil, fmt.Errorf("objstore: sync segment dir: %w", err)
+		}
+	}
+	return f, nil
+}
+
+// beginAppend starts a record of at most n bytes that its writer writes
+// piece by piece (a streamed fulltext, put_stream.go): it rolls as
+// append does and returns the current segment's file and where the
+// record starts. The writer writes at and after that offset, then calls
+// endAppend with the record's end, or abortAppend. Called with the
+// store's writer mutex held throughout.
+func (s *segments) beginAppend(n int64) (f *os.File, seg uint32, start int64, err error) {
+	if f, err = s.roll(n); err != nil {
+		return nil, 0, 0, err
+	}
+	return f, s.cur, s.curSize, nil
+}
+
+// endAppend ends a record begun by beginAppend at end; it is synced
+// with the next group commit, like an appended one.
+func (s *segments) endAppend(end int64) {
+	s.curSize = end
+	s.dirty[s.cur] = true
+}
+
+// abortAppend cuts off what was written since beginAppend returned
+// start: nothing may lie past the tail that a later record does not
+// overwrite (a shorter record would leave stale bytes after it).
+func (s *segments) abortAppend(f *os.File, start int64) error {
+	if err := f.Truncate(start); err != nil {
+		return fmt.Errorf("objstore: cut off segment %d at %d: %w", s.cur, start, err)
+	}
+	return nil
 }
 
 func (s *segments) tail() index.Tail { return index.Tail{Seg: s.cur, End: uint64(s.curSize)} }

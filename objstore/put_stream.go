@@ -1,0 +1,205 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/deltafs/deltafs/index"
+)
+
+// PutFrom is PutNoWait of the content of src, read from its start (size
+// is its expected length; the content is whatever src holds, up to its
+// end). read, if not nil, is called once src is no longer read.
+//
+// A big fulltext (bigFull and more) of a revision with no parent and no
+// hints, which the store can only store whole (a new file's first
+// revision, M1's 1 GiB), is streamed (chunked_stream.go): read, hashed,
+// encoded and written to its segment chunk by chunk, the three
+// overlapping, instead of read whole and then encoded and then written;
+// it holds what it stores, not the text as well. Its chunks are S2 or,
+// when the cores are the bottleneck, raw, and the revision is then marked
+// index.FlagFastZstd, so that a repack compresses it again. If src's
+// length is not size once read, or a revision of the same size and hash
+// exists (a dedup candidate, whose bytes a put compares), it is read
+// whole and put as PutNoWait does instead.
+func (s *Store) PutFrom(ctx context.Context, req PutRequest, src io.ReaderAt, size int64, read func()) (index.Entry, func() error, error) {
+	if read == nil {
+		read = func() {}
+	}
+	if streams(&req, size) {
+		e, commit, err := s.putStream(ctx, req, src, size, read)
+		if !errors.Is(err, errStreamFallback) {
+			return e, commit, err
+		}
+	}
+	data, err := readAll(src, size)
+	read()
+	if err != nil {
+		return index.Entry{}, nil, fmt.Errorf("objstore: put file %d: read: %w", req.File, err)
+	}
+	req.Data = data
+	return s.PutNoWait(ctx, req)
+}
+
+// errStreamFallback: the streamed put did not store the revision; put
+// it from the whole text.
+var errStreamFallback = errors.New("put from the whole text")
+
+// streams reports whether a put of req from a source of size bytes is
+// streamed: a big fulltext with nothing to delta or dedup it against but
+// a revision of the same hash, checked after.
+func streams(req *PutRequest, size int64) bool {
+	return size >= bigFull && size <= maxPayload-recOverhead && req.Data == nil && !req.DeltaOnly &&
+		req.Delta == nil && req.P1.IsNull() && req.P2.IsNull() && len(req.Hints) == 0
+}
+
+// putStream is PutFrom's streamed put; errStreamFallback means nothing
+// was stored and src may still be read.
+func (s *Store) putStream(ctx context.Context, req PutRequest, src io.ReaderAt, size int64, read func()) (index.Entry, func() error, error) {
+	if err := ctx.Err(); err != nil {
+		read()
+		return index.Entry{}, nil, err
+	}
+	s.wmu.Lock()
+	e, meta, err := s.prepareStream(ctx, &req, src, size)
+	if err != nil {
+		s.wmu.Unlock()
+		if errors.Is(err, errStreamFallback) {
+			return index.Entry{}, nil, err
+		}
+		read()
+		return index.Entry{}, nil, fmt.Errorf("objstore: put file %d: %w", req.File, err)
+	}
+	b := s.enqueue(e, meta)
+	if e.Rev > 0 {
+		s.latest.remove(index.RevID{File: e.File, Rev: e.Rev - 1})
+	}
+	s.wmu.Unlock()
+	read()
+	return e, func() error { return s.wait(b) }, nil
+}
+
+// prepareStream streams src into a new record and makes its entry.
+// Called with wmu held.
+func (s *Store) prepareStream(ctx context.Context, req *PutRequest, src io.ReaderAt, size int64) (index.Entry, index.FileMeta, error) {
+	if err := s.canPut(); err != nil {
+		return index.Entry{}, index.FileMeta{}, err
+	}
+	meta, err := s.fileMeta(req.File)
+	if err != nil {
+		return index.Entry{}, index.FileMeta{}, err
+	}
+	if meta.Revs == math.MaxUint32 {
+		return index.Entry{}, index.FileMeta{}, fmt.Errorf("file %d has the maximum number of revisions", req.File)
+	}
+	if err := s.needFormat(formatChunked); err != nil {
+		return index.Entry{}, index.FileMeta{}, err
+	}
+	n := (size + chunkSize - 1) / chunkSize
+	f, seg, start, err := s.segs.beginAppend(recOverhead + chunkHeaderLen + chunkEntryLen*n + size)
+	if err != nil {
+		return index.Entry{}, index.FileMeta{}, err
+	}
+	e := index.Entry{File: req.File, Rev: index.Rev(meta.Revs), Size: uint64(size), Time: revTime(req),
+		Kind: index.KindFull, Seg: seg, Off: uint64(start)}
+	end, err := s.writeStream(ctx, &e, src, f, start)
+	if err != nil {
+		if cut := s.segs.abortAppend(f, start); cut != nil {
+			// What the stream wrote lies past the tail: a later record
+			// shorter than it would leave some of it behind.
+			s.broken = cut
+			s.log.Error("streamed record not cut off; store refuses further writes", "err", cut)
+			return index.Entry{}, index.FileMeta{}, fmt.Errorf("%w (cutting it off after: %v)", cut, err)
+		}
+		return index.Entry{}, index.FileMeta{}, err
+	}
+	s.segs.endAppend(end)
+	meta.Revs++
+	meta.LastSnap, meta.HasSnap = e.Rev, true
+	return e, *meta, nil
+}
+
+// writeStream writes e's record at start in f and fills in e's hash,
+// flags and stored length; it returns the record's end.
+func (s *Store) writeStream(ctx context.Context, e *index.Entry, src io.ReaderAt, f *os.File, start int64) (int64, error) {
+	out, err := streamChunked(ctx, src, int64(e.Size), f, start+recHeaderLen, s.cfg.encoders)
+	if errors.Is(err, errStreamSize) {
+		return 0, errStreamFallback
+	}
+	if err != nil {
+		return 0, err
+	}
+	s.hashedBytes.Add(int64(e.Size))
+	e.Hash = out.hash
+	if dup, err := s.sameHash(e); err != nil || dup {
+		return 0, errors.Join(err, errStreamFallback)
+	}
+	if out.n > maxPayload {
+		return 0, errStreamFallback
+	}
+	head := recordHead(recHeader{Flags: recFlagChunked, ID: e.ID(), TextLen: e.Size}, int(out.n))
+	parts := append([][]byte{head, out.stored}, out.parts()...)
+	trailer := recordSum(parts...)
+	end := start + recHeaderLen + out.n
+	if _, err := f.WriteAt(append(head, out.stored...), start); err != nil {
+		return 0, fmt.Errorf("write record head: %w", err)
+	}
+	if _, err := f.WriteAt(trailer, end); err != nil {
+		return 0, fmt.Errorf("write record trailer: %w", err)
+	}
+	end += recTrailerLen
+	e.Stored = uint32(end - start)
+	e.ChainBytes = uint64(e.Stored)
+	e.Flags = index.FlagChunked
+	if out.fast > 0 {
+		e.Flags |= index.FlagFastZstd
+	}
+	s.ratios[e.File] = float64(e.Stored) / float64(max(e.Size, 1))
+	return end, nil
+}
+
+// sameHash reports whether a revision of e's size and hash exists: a
+// dedup candidate, whose bytes only a put of the whole text compares.
+func (s *Store) sameHash(e *index.Entry) (bool, error) {
+	ids, err := s.byHash(e.Hash)
+	if err != nil {
+		return false, err
+	}
+	for _, id := range ids {
+		if ce, err := s.entry(id); err == nil && ce.Size == e.Size {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// parts returns the stored bytes of out's chunks, in order.
+func (out *streamOut) parts() [][]byte {
+	p := make([][]byte, len(out.chunks))
+	for i := range out.chunks {
+		p[i] = out.chunks[i].out
+	}
+	return p
+}
+
+// readAll reads src from its start to its end; size is a hint.
+func readAll(src io.ReaderAt, size int64) ([]byte, error) {
+	buf := make([]byte, 0, max(size, 0)+1)
+	for off := int64(0); ; {
+		n, err := src.ReadAt(buf[len(buf):cap(buf)], off)
+		buf, off = buf[:len(buf)+n], off+int64(n)
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
+}

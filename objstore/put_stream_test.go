@@ -1,0 +1,246 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/deltafs/deltafs/index"
+)
+
+// srcFile writes data to a file of its own and returns it open.
+func srcFile(t testing.TB, data []byte) *os.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "src")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// putFrom puts src's content as a new file's first revision, durably,
+// and checks that read was called once.
+func putFrom(t testing.TB, s *Store, name string, src io.ReaderAt, size int64, req PutRequest) index.Entry {
+	t.Helper()
+	if req.File == 0 {
+		req.File = mustNewFile(t, s, name)
+	}
+	var reads atomic.Int32
+	e, commit, err := s.PutFrom(context.Background(), req, src, size, func() { reads.Add(1) })
+	if err == nil {
+		err = commit()
+	}
+	if err != nil {
+		t.Fatalf("put %s: %v", name, err)
+	}
+	if n := reads.Load(); n != 1 {
+		t.Fatalf("put %s: read signalled %d times", name, n)
+	}
+	return e
+}
+
+// segmentsSize returns the bytes of every segment file of the store in dir.
+func segmentsSize(t testing.TB, dir string) int64 {
+	t.Helper()
+	ns, err := listSegments(filepath.Join(dir, "segments"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, seg := range ns {
+		fi, err := os.Stat(filepath.Join(dir, "segments", segName(seg)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
+}
+
+// TestPutFromStreams: a big new file's first revision is streamed into a
+// chunked record (its random stretch raw, the text S2) while other files
+// are put; it reads back, hashes as a put of the text would, survives a
+// reopen and verifies.
+func TestPutFromStreams(t *testing.T) {
+	ctx := context.Background()
+	s, dir := openNew(t, Config{})
+	data := bigMixed(11, bigFull+3*chunkSize+4321)
+	var wg sync.WaitGroup
+	small := make([]index.RevID, 8)
+	for i := range small {
+		f := mustNewFile(t, s, fmt.Sprint("small", i))
+		wg.Go(func() {
+			e, err := s.Put(ctx, PutRequest{File: f, Data: genText(rand.New(rand.NewPCG(uint64(i), 3)), 5000)})
+			if err != nil {
+				t.Error(err)
+			}
+			small[i] = e.ID()
+		})
+	}
+	e := putFrom(t, s, "big", srcFile(t, data), int64(len(data)), PutRequest{})
+	wg.Wait()
+	if e.Kind != index.KindFull || e.Flags&index.FlagChunked == 0 || e.Size != uint64(len(data)) || uint64(e.Stored) >= e.Size {
+		t.Fatalf("streamed: kind %v flags %v, %d of %d bytes", e.Kind, e.Flags, e.Stored, e.Size)
+	}
+	if e.Hash != s.cfg.hash(data) {
+		t.Fatalf("hash %x, want the text's %x", e.Hash, s.cfg.hash(data))
+	}
+	if !bytes.Equal(mustGet(t, s, e.ID()), data) {
+		t.Fatal("streamed revision reads back different bytes")
+	}
+	verifyClean(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, Config{CacheBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !bytes.Equal(mustGet(t, s, e.ID()), data) {
+		t.Fatal("streamed revision reads back different bytes after a reopen")
+	}
+	for i, id := range small {
+		if !bytes.Equal(mustGet(t, s, id), genText(rand.New(rand.NewPCG(uint64(i), 3)), 5000)) {
+			t.Fatalf("%v put beside the stream reads back different bytes", id)
+		}
+	}
+	verifyClean(t, s)
+}
+
+// TestPutFromRawChunksRecompressedByRepack: chunks the appender stored
+// raw (no encoder: every one) mark the revision FlagFastZstd; it reads
+// back, and a repack, --reuse=auto included, compresses it and clears
+// the mark.
+func TestPutFromRawChunksRecompressedByRepack(t *testing.T) {
+	ctx := context.Background()
+	s, dir := openNew(t, Config{encoders: -1})
+	data := bigMixed(12, bigFull+chunkSize+99)
+	e := putFrom(t, s, "big", srcFile(t, data), int64(len(data)), PutRequest{})
+	if e.Flags != index.FlagChunked|index.FlagFastZstd || uint64(e.Stored) <= e.Size {
+		t.Fatalf("all raw: flags %v, %d of %d bytes", e.Flags, e.Stored, e.Size)
+	}
+	if !bytes.Equal(mustGet(t, s, e.ID()), data) {
+		t.Fatal("raw chunks read back different bytes")
+	}
+	verifyClean(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Repack(ctx, dir, RepackOptions{Reuse: ReuseAuto}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, Config{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	re, err := s.idx.Entry(e.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if re.Flags&index.FlagFastZstd != 0 || re.Stored*2 > e.Stored {
+		t.Fatalf("after repack: flags %v, %d bytes (was %d)", re.Flags, re.Stored, e.Stored)
+	}
+	if !bytes.Equal(mustGet(t, s, e.ID()), data) {
+		t.Fatal("repacked revision reads back different bytes")
+	}
+	verifyClean(t, s)
+}
+
+// TestPutFromFallsBack: a source whose length is not the size given (it
+// changed), a revision of the same content (dedup), a small text, a put
+// with a parent: each is put from the whole text, and nothing a stream
+// wrote is left in the segments.
+func TestPutFromFallsBack(t *testing.T) {
+	s, dir := openNew(t, Config{})
+	data := bigMixed(13, bigFull+chunkSize+7)
+	src := srcFile(t, data)
+	for _, c := range []struct {
+		name string
+		size int64
+	}{{"grown", int64(len(data)) - chunkSize}, {"shrunk", int64(len(data)) + 1}, {"shrunk a chunk", int64(len(data)) + 2*chunkSize}} {
+		before := segmentsSize(t, dir)
+		e := putFrom(t, s, c.name, src, c.size, PutRequest{})
+		if e.Size != uint64(len(data)) || !bytes.Equal(mustGet(t, s, e.ID()), data) {
+			t.Fatalf("%s: stored %d bytes, want the source's %d", c.name, e.Size, len(data))
+		}
+		if grew := segmentsSize(t, dir) - before; grew != int64(e.Stored) {
+			t.Fatalf("%s: segments grew %d bytes for a record of %d", c.name, grew, e.Stored)
+		}
+		if c.name == "grown" {
+			first := e
+			e = putFrom(t, s, "again", src, int64(len(data)), PutRequest{})
+			if e.Kind != index.KindDedup || e.Base != first.ID() {
+				t.Fatalf("same content again: kind %v base %v, want a dedup of %v", e.Kind, e.Base, first.ID())
+			}
+		}
+	}
+	text := genText(rand.New(rand.NewPCG(1, 1)), 1<<20)
+	e := putFrom(t, s, "small", srcFile(t, text), int64(len(text)), PutRequest{})
+	if e.Flags != index.FlagZstd || !bytes.Equal(mustGet(t, s, e.ID()), text) {
+		t.Fatalf("small text: flags %v", e.Flags)
+	}
+	edited := bytes.Clone(data)
+	copy(edited[100:], "an edit")
+	f := mustNewFile(t, s, "parent")
+	p := mustPut(t, s, PutRequest{File: f, Data: bytes.Clone(data)})
+	e = putFrom(t, s, "child", srcFile(t, edited), int64(len(edited)), PutRequest{File: f, P1: p.ID()})
+	if e.Kind == index.KindFull || e.Stored > 1<<20 || !bytes.Equal(mustGet(t, s, e.ID()), edited) {
+		t.Fatalf("with a parent: kind %v, %d bytes stored; want a small delta", e.Kind, e.Stored)
+	}
+	verifyClean(t, s)
+}
+
+// cancelAfter cancels a context once its reader has read n bytes.
+type cancelAfter struct {
+	r      io.ReaderAt
+	n      atomic.Int64
+	cancel func()
+}
+
+func (c *cancelAfter) ReadAt(b []byte, off int64) (int, error) {
+	if c.n.Add(int64(len(b))) <= 0 {
+		c.cancel()
+	}
+	return c.r.ReadAt(b, off)
+}
+
+// TestPutFromCancelled: a stream cancelled midway stores nothing, leaves
+// nothing past the tail, and the store takes the next put.
+func TestPutFromCancelled(t *testing.T) {
+	s, dir := openNew(t, Config{})
+	data := bigMixed(14, bigFull+5*chunkSize)
+	f := mustNewFile(t, s, "big")
+	before := segmentsSize(t, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	src := &cancelAfter{r: srcFile(t, data), cancel: cancel}
+	src.n.Store(-3 * chunkSize)
+	if _, _, err := s.PutFrom(ctx, PutRequest{File: f}, src, int64(len(data)), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled stream: %v", err)
+	}
+	if n := segmentsSize(t, dir); n != before {
+		t.Fatalf("segments hold %d bytes after a cancelled stream, %d before", n, before)
+	}
+	if m, err := s.File(f); err != nil || m.Revs != 0 {
+		t.Fatalf("file after a cancelled stream: %+v, %v", m, err)
+	}
+	e := putFrom(t, s, "", srcFile(t, data), int64(len(data)), PutRequest{File: f})
+	if e.Rev != 0 || !bytes.Equal(mustGet(t, s, e.ID()), data) {
+		t.Fatalf("put after a cancelled stream: %v", e.ID())
+	}
+	verifyClean(t, s)
+}
