@@ -50,7 +50,7 @@
 // put from its source (PutFrom, chunked_stream.go): read, hashed, encoded
 // and written chunk by chunk, overlapping, with the chunks no encoder got
 // to first stored raw (index.FlagFastZstd, so that a repack compresses
-// them); it holds what it stores, not the text as well. Big
+// them); it holds a few chunks, not the text and its encoding. Big
 // delta payloads (bigDelta, 8 MiB, and more: a writer's many scattered
 // writes) are zstd too, compressed in 4 MiB chunks on every core as
 // concatenated frames, which read back as one zstd stream.

@@ -2,12 +2,14 @@ package objstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/deltafs/deltafs/index"
 )
 
@@ -20,7 +22,7 @@ import (
 // revision, M1's 1 GiB), is streamed (chunked_stream.go): read, hashed,
 // encoded and written to its segment chunk by chunk, the three
 // overlapping, instead of read whole and then encoded and then written;
-// it holds what it stores, not the text as well. Its chunks are S2 or,
+// it holds a few chunks, not the text and its encoding. Its chunks are S2 or,
 // when the cores are the bottleneck, raw, and the revision is then marked
 // index.FlagFastZstd, so that a repack compresses it again. If src's
 // length is not size once read, or a revision of the same size and hash
@@ -142,12 +144,18 @@ func (s *Store) writeStream(ctx context.Context, e *index.Entry, src io.ReaderAt
 		return 0, errStreamFallback
 	}
 	head := recordHead(recHeader{Flags: recFlagChunked, ID: e.ID(), TextLen: e.Size}, int(out.n))
-	parts := append([][]byte{head, out.stored}, out.parts()...)
-	trailer := recordSum(parts...)
+	d := xxhash.New()
+	d.Write(head)
+	d.Write(out.table)
+	at := start + recHeaderLen + int64(len(out.table))
 	end := start + recHeaderLen + out.n
-	if _, err := f.WriteAt(append(head, out.stored...), start); err != nil {
+	if err := sumBack(d, f, at, end-at); err != nil {
+		return 0, err
+	}
+	if _, err := f.WriteAt(append(head, out.table...), start); err != nil {
 		return 0, fmt.Errorf("write record head: %w", err)
 	}
+	trailer := binary.BigEndian.AppendUint64(nil, d.Sum64())
 	if _, err := f.WriteAt(trailer, end); err != nil {
 		return 0, fmt.Errorf("write record trailer: %w", err)
 	}
@@ -175,15 +183,6 @@ func (s *Store) sameHash(e *index.Entry) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// parts returns the stored bytes of out's chunks, in order.
-func (out *streamOut) parts() [][]byte {
-	p := make([][]byte, len(out.chunks))
-	for i := range out.chunks {
-		p[i] = out.chunks[i].out
-	}
-	return p
 }
 
 // readAll reads src from its start to its end; size is a hint.
