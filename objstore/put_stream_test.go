@@ -244,3 +244,46 @@ func TestPutFromCancelled(t *testing.T) {
 	}
 	verifyClean(t, s)
 }
+
+// TestPutFromRaisesFormat1: on a store a format 1 build left, a small
+// PutFrom keeps format 1 and a streamed one raises it to 2 before its
+// record is written; both read back after a reopen.
+func TestPutFromRaisesFormat1(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Config{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.idx.SetFormat(1); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := writeFormat(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(dir, Config{}); err != nil {
+		t.Fatalf("format 1 store: %v", err)
+	}
+	small := genText(rand.New(rand.NewPCG(3, 3)), 100000)
+	es := putFrom(t, s, "small", srcFile(t, small), int64(len(small)), PutRequest{})
+	if v, err := readFormat(dir); err != nil || v != 1 {
+		t.Fatalf("after a small put: format %d (%v), want 1", v, err)
+	}
+	big := bigMixed(15, bigFull+1)
+	eb := putFrom(t, s, "big", srcFile(t, big), int64(len(big)), PutRequest{})
+	if v, err := readFormat(dir); err != nil || v != 2 || eb.Flags&index.FlagChunked == 0 {
+		t.Fatalf("after a streamed put (flags %v): format %d (%v), want 2", eb.Flags, v, err)
+	}
+	if iv, _, _ := s.idx.Format(); iv != 2 {
+		t.Fatalf("index format %d after a streamed put, want 2", iv)
+	}
+	s.Close()
+	if s, err = Open(dir, Config{ReadOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !bytes.Equal(mustGet(t, s, es.ID()), small) || !bytes.Equal(mustGet(t, s, eb.ID()), big) {
+		t.Fatal("revisions read back different bytes after a reopen")
+	}
+	verifyClean(t, s)
+}
