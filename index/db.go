@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 )
@@ -24,6 +25,8 @@ type Options struct {
 // DB is the badger-backed index. Safe for concurrent use.
 type DB struct {
 	bdb      *badger.DB
+	dir      string
+	opt      Options
 	alloc    sync.Mutex // serialises NewFile's allocations (not its commits)
 	nextFile FileID     // next FileID to allocate, 0 until read; with alloc held
 
@@ -41,33 +44,23 @@ const (
 	blockCacheSize = 16 << 20
 	indexCacheSize = 8 << 20
 	valueLogSize   = 64 << 20
+	// levelZeroTables level-0 tables start a compaction into the base
+	// level.
+	levelZeroTables = 2
 )
 
 // Open opens (or creates) the index in dir.
 func Open(dir string, opt Options) (*DB, error) {
-	bo := badger.DefaultOptions(dir).
-		WithLogger(slogAdapter{opt.Logger}).
-		WithSyncWrites(true). // an entry is durable when Commit returns
-		WithReadOnly(opt.ReadOnly).
-		WithMemTableSize(memTableSize).
-		WithNumMemtables(numMemtables).
-		WithNumLevelZeroTables(2).
-		WithNumLevelZeroTablesStall(8).
-		WithBlockCacheSize(blockCacheSize).
-		WithIndexCacheSize(indexCacheSize).
-		WithValueLogFileSize(valueLogSize).
-		WithNumCompactors(2).
-		WithMetricsEnabled(false)
 	if !opt.ReadOnly {
 		if err := removeEmptyLogs(dir); err != nil {
 			return nil, err
 		}
 	}
-	bdb, err := badger.Open(bo)
+	bdb, err := badger.Open(badgerOptions(dir, opt))
 	if err != nil {
 		return nil, fmt.Errorf("index: open %s: %w", dir, err)
 	}
-	db := &DB{bdb: bdb}
+	db := &DB{bdb: bdb, dir: dir, opt: opt}
 	if err := db.trustHolds(); err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("index: open %s: hold rows: %w", dir, err)
@@ -75,10 +68,37 @@ func Open(dir string, opt Options) (*DB, error) {
 	return db, nil
 }
 
-// Close closes the database.
+// badgerOptions are the badger options of an index in dir.
+func badgerOptions(dir string, opt Options) badger.Options {
+	return badger.DefaultOptions(dir).
+		WithLogger(slogAdapter{opt.Logger}).
+		WithSyncWrites(true). // an entry is durable when Commit returns
+		WithReadOnly(opt.ReadOnly).
+		WithMemTableSize(memTableSize).
+		WithNumMemtables(numMemtables).
+		WithNumLevelZeroTables(levelZeroTables).
+		WithNumLevelZeroTablesStall(8).
+		WithBlockCacheSize(blockCacheSize).
+		WithIndexCacheSize(indexCacheSize).
+		WithValueLogFileSize(valueLogSize).
+		WithNumCompactors(2).
+		WithCompactL0OnClose(!opt.ReadOnly). // see settle.go
+		WithMetricsEnabled(false)
+}
+
+// Close closes the database. A writable one is left settled (settle.go):
+// the next process to open it has nothing to compact.
 func (db *DB) Close() error {
+	reopen, end := false, time.Now().Add(settleWait)
+	if !db.opt.ReadOnly {
+		db.waitSettled(end)
+		reopen = db.closeMayUnsettle()
+	}
 	if err := db.bdb.Close(); err != nil {
 		return fmt.Errorf("index: close: %w", err)
+	}
+	if reopen {
+		return settle(db.dir, db.opt, end)
 	}
 	return nil
 }

@@ -10,7 +10,9 @@
 //     file's revision count and the committed segment tail, so the index never
 //     names data beyond the tail the store has fsynced;
 //   - all read-write transactions go through DB.update, the one place that
-//     retries on badger.ErrConflict.
+//     retries on badger.ErrConflict;
+//   - a writable index is closed settled (settle.go): the next open finds
+//     nothing for badger to compact, so a mount starts quiet.
 //
 // The index never reads or writes segment data and never decides how a
 // revision is stored: that is objstore's job. It imports nothing of ours.
