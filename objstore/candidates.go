@@ -158,7 +158,7 @@ func (s *Store) computeSnapshots(ctx context.Context, snaps []prepared, data []b
 		if err != nil {
 			return fmt.Errorf("snapshot %v: %w", c.Base, err)
 		}
-		c.payload, c.flags = s.encodeDelta(base, data)
+		c.payload, c.flags = s.encodeDelta(base, data, snapshotZstdLevel)
 		c.DeltaLen = int64(recOverhead + len(c.payload))
 	}
 	return nil
@@ -317,7 +317,7 @@ func (s *Store) computeDelta(ctx context.Context, c *prepared, req *PutRequest, 
 		s.carried(c, base, req.Delta, data)
 		return nil
 	}
-	c.payload, c.flags = s.encodeDelta(base, data)
+	c.payload, c.flags = s.encodeDelta(base, data, deltaZstdLevel)
 	c.DeltaLen = int64(recOverhead + len(c.payload))
 	return nil
 }
@@ -337,11 +337,30 @@ func (s *Store) carried(c *prepared, base, d, data []byte) {
 	c.DeltaLen = int64(recOverhead + len(c.payload))
 }
 
-// encodeDelta returns the smaller of the two codecs' payloads.
-func (s *Store) encodeDelta(base, target []byte) ([]byte, byte) {
+// Levels of the zstd-dictionary codec (zstd.EncoderLevel: 2 default, 3
+// better). A delta against a parent gets the default level: it is tried
+// on every put whose copy delta is over zstdTryMin. A delta against a
+// snapshot is computed only when no parent passes the caps (once per
+// ~128 revisions of a file) and becomes the root of the next chain
+// (intermediate snapshot), read by every revision on it; it carries all
+// the changes since that snapshot, and the better level's larger tables
+// find more of them. On S2's 200 KiB text its intermediate snapshots
+// shrink 10% (11.2 to 10.1 KB) for ~3 ms more each; on 1 MiB of text
+// with 300 scattered edits, 32.4 KB to 21.0 KB, and on 4 MiB, where the
+// default level's fixed tables lose the long matches, 860 KB to 28.9 KB.
+// The best level (4) takes another 6% off S2's for 5-10x the time and
+// 32 MiB of tables per call.
+const (
+	deltaZstdLevel    = 2
+	snapshotZstdLevel = 3
+)
+
+// encodeDelta returns the smaller of the two codecs' payloads, the
+// zstd-dictionary one at zstd level level.
+func (s *Store) encodeDelta(base, target []byte, level int) ([]byte, byte) {
 	p, flags := s.compress(delta.Encode(base, target))
 	if len(p) > zstdTryMin && len(base) <= zstdTryMaxBase {
-		if z, err := delta.EncodeZstd(base, target, 2); err == nil && len(z) < len(p) {
+		if z, err := delta.EncodeZstd(base, target, level); err == nil && len(z) < len(p) {
 			p, flags = z, 0
 		}
 	}
