@@ -2,6 +2,7 @@ package mount
 
 import (
 	"context"
+	"runtime"
 	"sync"
 
 	"github.com/deltafs/deltafs/fs"
@@ -77,20 +78,36 @@ func (s *storeSink) recordWindow(ctx context.Context, evs []Event) []error {
 	return errs
 }
 
-// each calls fn on every job at once, each in its own goroutine.
+// each calls fn on every job, on at most recordWorkers goroutines at a
+// time.
 func each(jobs []*job, fn func(*job)) {
+	next := make(chan *job)
 	var wg sync.WaitGroup
+	for range min(recordWorkers(), len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				fn(j)
+			}
+		}()
+	}
 	for _, j := range jobs {
 		if j != nil {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				fn(j)
-			}()
+			next <- j
 		}
 	}
+	close(next)
 	wg.Wait()
 }
+
+// recordWorkers is how many jobs of a window run at once: one core fewer
+// than Go runs goroutines on (at least one), so that the requests of the
+// file system, whose goroutines come back from reading /dev/fuse wanting
+// a core, do not queue behind compression. With every core compressing,
+// an untar of 10,000 files took 1.6x the loopback's wall time for 1.5x
+// its CPU.
+func recordWorkers() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 
 // stageWindow stages the longest run of batchable changes from the start
 // of evs whose files are distinct (by live identity and by store file),
