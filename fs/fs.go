@@ -84,6 +84,9 @@ func New(cfg Config) (*FS, error) {
 	}
 	f := &FS{live: cfg.LiveDir, rec: cfg.Recorder, log: cfg.Logger, rootIno: st.Ino, snaps: cfg.Snapshots, hist: cfg.History, tree: cfg.Tree}
 	f.writers.nodes = map[*Node]struct{}{}
+	if f.tree != nil {
+		f.tree.attachIDs(f.idGiven)
+	}
 	if f.rec == nil {
 		f.rec = NopRecorder{}
 	}

@@ -143,7 +143,8 @@ func (d *histDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Attr
 
 // Lookup finds the mirror of a live directory or the revisions of a live
 // file.
-func (d *histDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+func (d *histDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (_ *gofs.Inode, errno syscall.Errno) {
+	defer uncachedMiss(out, &errno) // names appear with the live tree's
 	if d.EmbeddedInode() == d.v.root && (name == SnapshotsName || name == HistoryName) {
 		return nil, syscall.ENOENT
 	}

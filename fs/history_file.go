@@ -185,7 +185,8 @@ func revEntry(name string, r Revision, i int) fuse.DirEntry {
 
 // Lookup finds a revision by its name; the number may have any padding,
 // the time must be the revision's.
-func (f *histFile) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+func (f *histFile) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (_ *gofs.Inode, errno syscall.Errno) {
+	defer uncachedMiss(out, &errno) // names appear with revisions
 	rev, when, ok := parseRevName(name)
 	if !ok || f.v.hist == nil {
 		return nil, syscall.ENOENT

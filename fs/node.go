@@ -45,6 +45,8 @@ type Node struct {
 	// attrGen counts SETATTRs; noPrivsAt is attrGen+1 when the live
 	// file was last seen with neither setuid nor setgid (killpriv.go).
 	attrGen, noPrivsAt atomic.Uint64
+	// sent is the last attributes sent to the kernel (cache.go)
+	sent attrsSent
 }
 
 // waitRecorded waits until the recorder has read (ReadWaiter) or else

@@ -18,6 +18,7 @@ func (n *Node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	errno := n.setattr(ctx, f, in, out)
 	if errno == 0 {
 		out.SetTimeout(liveTimeout)
+		n.sent.note(&out.Attr)
 	}
 	return errno
 }

@@ -7,6 +7,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // childRel returns the live-tree relative path of name in directory n.
@@ -20,7 +21,7 @@ func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	}
 	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
 	if errno == 0 {
-		liveEntry(out)
+		liveEntry(ch, out)
 		n.touchNewDir(ch.StableAttr().Ino)
 	}
 	return ch, errno
@@ -31,11 +32,29 @@ func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 		return nil, syscall.EEXIST
 	}
 	ch, errno := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+	if errno == 0 && mode&syscall.S_IFMT == syscall.S_IFREG {
+		giveIDBeforeReply(n.childPath(name), out)
+	}
 	if errno == 0 {
-		liveEntry(out)
+		liveEntry(ch, out)
 		n.touchChild(ch.StableAttr().Ino)
 	}
 	return ch, errno
+}
+
+// giveIDBeforeReply gives the regular file Mknod just made at path its
+// FileID, as Create does, and takes its attributes again for the reply:
+// the xattr moved its ctime, and a snapshot would otherwise give the ID
+// behind the kernel's back.
+func giveIDBeforeReply(path string, out *fuse.EntryOut) {
+	id := NewFileID()
+	if unix.Lsetxattr(path, XattrID, id[:], unix.XATTR_CREATE) != nil {
+		return // no user xattrs here, or it has one
+	}
+	var st syscall.Stat_t
+	if syscall.Lstat(path, &st) == nil {
+		out.FromStat(&st)
+	}
 }
 
 func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -44,7 +63,7 @@ func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	}
 	ch, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
 	if errno == 0 {
-		liveEntry(out)
+		liveEntry(ch, out)
 		n.touchChild(ch.StableAttr().Ino)
 	}
 	return ch, errno
@@ -137,7 +156,7 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	if errno != 0 {
 		return nil, errno
 	}
-	liveEntry(out)
+	liveEntry(t.EmbeddedInode(), out) // the reply is t's: go-fuse keeps t for ch
 	n.touchChild(t.liveIno())
 	t.touchSelf() // its link count shows in the directory holding it too
 	if !n.fsys.quiet {

@@ -133,19 +133,16 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		return nil, nil, 0, n.fsys.errno("create", err)
 	}
 	chownToCaller(ctx, fd, mode)
-	var id FileID
-	if isWritable(flags) {
-		id = newFdID(fd) // before the stat: the xattr moves the ctime
-	}
+	id := newFdID(fd) // before the stat: the xattr moves the ctime (see cache.go)
 	st, attr, err := n.fsys.fstatStable(fd)
 	if err != nil {
 		syscall.Close(fd)
 		return nil, nil, 0, n.fsys.errno("create", err)
 	}
 	out.FromStat(&st)
-	liveEntry(out)
 	n.touchChild(st.Ino)
 	ch := n.NewInode(ctx, n.fsys.newNode(nil, nil, "", &st), attr)
+	liveEntry(ch, out)
 	child := ch.Operations().(*Node)
 	return ch, child.openHandle(fd, flags, &st, id, -1, mustDropPrivs(ctx, st.Mode)), 0, 0
 }
@@ -333,6 +330,7 @@ func (n *Node) fsynced(ctx context.Context, fd int) syscall.Errno {
 func (n *Node) report(fd int, fsync bool) bool {
 	s := n.sess
 	st := fstat(fd)
+	n.invalidateIfMoved(st) // a passthrough writer's mmap (see cache.go)
 	if s.whole && (st == nil || s.moved(st)) {
 		s.changed = true // by a passthrough writer: we saw no write
 	}

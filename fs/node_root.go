@@ -42,12 +42,15 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 		out.Attr = a.Attr
 		return ch, 0
 	}
+	// A miss keeps the zero entry timeout: go-fuse then makes it a
+	// negative entry for Options.NegativeTimeout (see cache.go).
 	ch, errno := n.LoopbackNode.Lookup(ctx, name, out)
-	switch errno {
-	case 0:
-		liveEntry(out)
-	case syscall.ENOENT:
-		out.SetEntryTimeout(liveTimeout) // negative: names appear only through us
+	if errno == 0 {
+		known := n.GetChild(name) // go-fuse keeps it for ch if it is the same file
+		if known == nil || known.StableAttr().Ino != ch.StableAttr().Ino {
+			known = ch
+		}
+		liveEntry(known, out)
 	}
 	return ch, errno
 }

@@ -7,11 +7,11 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// cacheTimeout is how long the kernel may cache entries and attributes.
-// Only this server changes the live directory while it is mounted, and it
-// tells the kernel about every change it makes, so a cache that outlives
-// a change would need another process writing into live/ behind the
-// mount's back; one second (go-fuse's default) bounds the damage then.
+// cacheTimeout is the mount-wide timeout of entries and attributes
+// (go-fuse's default): what the .snapshots and .history views keep where
+// their names change behind the kernel's back. The live tree sets its
+// own, liveTimeout, and so does the negative entry of every miss but the
+// views' (see cache.go).
 const cacheTimeout = time.Second
 
 // maxWrite is the largest WRITE request: 1 MiB instead of the kernel's
@@ -37,7 +37,7 @@ const killprivV2 = fuse.CAP_HANDLE_KILLPRIV_V2
 // mounted with; a caller adds mount-level choices (AllowOther, read-only,
 // DirectMount).
 func Options() *gofs.Options {
-	t := cacheTimeout
+	t, neg := cacheTimeout, liveTimeout
 	return &gofs.Options{
 		MountOptions: fuse.MountOptions{
 			FsName:      "deltafs",
@@ -54,7 +54,7 @@ func Options() *gofs.Options {
 		},
 		EntryTimeout:    &t,
 		AttrTimeout:     &t,
-		NegativeTimeout: &t,
+		NegativeTimeout: &neg, // the live tree's; views opt out (uncachedMiss)
 		NullPermissions: true,
 	}
 }

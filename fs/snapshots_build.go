@@ -19,7 +19,8 @@ import (
 type Revisions interface {
 	// Revision returns the revision holding the current content of the
 	// live regular file at path (absolute), whose FileID is id (zero if
-	// it has none) and whose size is size. It may record the content
+	// it has none: it may give it one, see checkIDGiven) and whose size
+	// is size. It may record the content
 	// now when no revision holds it; an empty file may give the null
 	// RevID.
 	Revision(ctx context.Context, id FileID, path string, size int64) (index.RevID, error)
@@ -61,6 +62,8 @@ type TreeBuilder struct {
 	cache map[uint64]cachedDir
 	links map[uint64][]uint64 // multi-link file inode -> directories holding it
 	root  uint64
+
+	idGiven func(rel string) // see attachIDs; guarded by mu
 }
 
 // cachedDir is a directory as serialised by the last committed build.
@@ -295,7 +298,11 @@ func (w *walk) entry(rel, name string, dirIno uint64, prev *index.Tree) (index.T
 		if x.Nlink > 1 {
 			w.links[x.Ino] = append(w.links[x.Ino], dirIno)
 		}
-		e.Rev, err = w.revs.Revision(w.ctx, readID(path), path, int64(x.Size))
+		id := readID(path)
+		e.Rev, err = w.revs.Revision(w.ctx, id, path, int64(x.Size))
+		if id.IsZero() && err == nil {
+			w.b.checkIDGiven(path, filepath.Join(rel, name))
+		}
 	}
 	if err != nil {
 		return e, false, fmt.Errorf("snapshot: /%s: %w", filepath.Join(rel, name), err)

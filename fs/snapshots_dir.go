@@ -99,7 +99,8 @@ func (h *plainListHandle) Lookup(ctx context.Context, name string, out *fuse.Ent
 	return nil, syscall.ENOENT
 }
 
-func (d *SnapshotsDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+func (d *SnapshotsDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (_ *gofs.Inode, errno syscall.Errno) {
+	defer uncachedMiss(out, &errno) // the CLI and automatic snapshots add names
 	s, err := d.v.snaps.Get(ctx, name)
 	if err != nil {
 		return nil, snapErrno(d.v.log, "lookup snapshot", err)
