@@ -35,7 +35,7 @@ func (k *contract) check(c fs.Change) {
 	old, known := k.prev[c.ID]
 	k.prev[c.ID] = live
 	k.checked++
-	if c.Whole || c.New {
+	if c.Whole || c.New || c.Kept == 0 { // Kept 0 claims nothing (an empty file made by mknod, first written)
 		return
 	}
 	if !known || c.Kept > int64(len(old)) {

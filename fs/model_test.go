@@ -81,7 +81,7 @@ func TestModel(t *testing.T) {
 func (w *twin) step(t *rapid.T, pick *rapid.Generator[string]) {
 	p, q := pick.Draw(t, "path"), pick.Draw(t, "other")
 	j := func(root, rel string) string { return filepath.Join(root, rel) }
-	switch op := rapid.IntRange(0, 11).Draw(t, "op"); op {
+	switch op := rapid.IntRange(0, 13).Draw(t, "op"); op {
 	case 0: // create or overwrite
 		data := bytes.Repeat([]byte{byte('a' + len(p))}, rapid.IntRange(0, 20_000).Draw(t, "len"))
 		w.both(t, "write "+p, func(r string) (string, error) { return "", os.WriteFile(j(r, p), data, 0o644) })
@@ -122,6 +122,16 @@ func (w *twin) step(t *rapid.T, pick *rapid.Generator[string]) {
 	case 11: // a linker's output: O_TRUNC (a passthrough writer), then mmap
 		size := rapid.IntRange(1, 20_000).Draw(t, "size")
 		w.both(t, "mmap write "+p, func(r string) (string, error) { return "", mmapWrite(j(r, p), size) })
+	case 12: // a regular file made without a writer (no FileID from a session)
+		w.both(t, "mknod "+p, func(r string) (string, error) { return "", syscall.Mknod(j(r, p), syscall.S_IFREG|0o644, 0) })
+	case 13:
+		w.both(t, "create read-only "+p, func(r string) (string, error) {
+			fd, err := syscall.Open(j(r, p), syscall.O_CREAT|syscall.O_RDONLY, 0o644)
+			if err == nil {
+				err = syscall.Close(fd)
+			}
+			return "", err
+		})
 	}
 }
 
