@@ -95,7 +95,9 @@
 // file there, so that a change that dies with the mount can be redone.
 //
 // Each Change carries the live file reopened read-only (Content), so a
-// recorder reads the right inode after a rename or unlink; past
+// recorder reads the right inode after a rename or unlink (with
+// Config.ReadSmallNew, a small new file's last report carries its bytes
+// instead, read at the release: Change.Data, capture.go); past
 // maxContentFds pending changes it carries the file's handle instead
 // (name_to_handle_at(2), no descriptor), which Change.Open resolves when
 // the recorder gets to it (by path and FileID where handles need
@@ -112,6 +114,15 @@
 // change back on purpose (fsync coalescing); Wait does not wait for those:
 // the data is durable in the live file, and the held change merges with
 // the next.
+//
+// # Kernel caching
+//
+// The kernel keeps the live tree's entries, negative entries and
+// attributes for liveTimeout (an hour), the .snapshots and .history
+// views' for a second: every change to the live directory comes through
+// the kernel, which keeps its cache right by itself, and what the
+// server changes on its own it reports (cache.go). READDIRPLUS of a
+// live directory sends plain entries for the children the kernel holds.
 //
 // # Errors
 //
