@@ -117,8 +117,19 @@ func FuzzSnapshotDecode(f *testing.F) {
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var s Snapshot
-		if err := s.UnmarshalBinary(b); err != nil && !errors.Is(err, ErrDecode) {
-			t.Fatalf("error not ErrDecode: %v", err)
+		if err := s.UnmarshalBinary(b); err != nil {
+			if !errors.Is(err, ErrDecode) {
+				t.Fatalf("error not ErrDecode: %v", err)
+			}
+			return
+		}
+		again, err := s.MarshalBinary()
+		if err != nil {
+			t.Fatalf("decoded snapshot does not encode: %v", err)
+		}
+		var s2 Snapshot
+		if err := s2.UnmarshalBinary(again); err != nil || !reflect.DeepEqual(s, s2) {
+			t.Fatalf("re-encode mismatch: %v\n%+v\n%+v", err, s, s2)
 		}
 	})
 }
