@@ -282,6 +282,12 @@ func (r *Recorder) Wait(ctx context.Context, id fs.FileID) error {
 // whole recording, commit included, before).
 func (r *Recorder) WaitRead(ctx context.Context, id fs.FileID) error {
 	r.mu.Lock()
+	if h := r.held[id]; h != nil && h.c.New {
+		// A new file held for its grace would be read when the grace
+		// ends, under this writer: its first revision would mix the two
+		// versions. Record it now, as it was closed.
+		r.releaseLocked(id)
+	}
 	target, sig := r.seq[id], r.reads[id]
 	if r.done >= target {
 		r.mu.Unlock()

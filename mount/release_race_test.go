@@ -1,11 +1,13 @@
 package mount
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // The kernel sends a file's RELEASE after close(2) returns, and a rename
@@ -59,5 +61,50 @@ func TestOverwriteThenRenameOverKeepsOrder(t *testing.T) {
 	}
 	if bad > 0 {
 		t.Fatalf("%d of %d files have the wrong history", bad, n)
+	}
+}
+
+// A new file is held for newFileGrace after its close (an atomic save
+// may follow); a writer that reopens it within the grace and rewrites it
+// slowly must not have the held change read under it: the first revision
+// is the content at the close, the second the rewrite, neither a mix.
+func TestReopenDuringGraceKeepsFirstRevision(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	p := filepath.Join(l.mnt, "f")
+	const size, piece = 1 << 20, 128 << 10
+	a, b := bytes.Repeat([]byte("a"), size), bytes.Repeat([]byte("b"), size)
+	if err := os.WriteFile(p, a, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < size; off += piece { // 8 pieces, past the grace
+		writeAtT(t, f, int64(off), b[off:off+piece])
+		time.Sleep(newFileGrace / 5)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l.stop(t)
+	st, revs := revisions(t, store)
+	if len(revs) != 1 {
+		t.Fatalf("%d store files, want 1", len(revs))
+	}
+	for _, rs := range revs {
+		if len(rs) != 2 {
+			t.Fatalf("%d revisions, want 2", len(rs))
+		}
+		for i, want := range [][]byte{a, b} {
+			got, err := st.Get(context.Background(), rs[i].ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("revision %d: %d bytes, %d of them 'a'; want %d bytes of %q", i, len(got), bytes.Count(got, []byte("a")), size, want[:1])
+			}
+		}
 	}
 }

@@ -197,8 +197,8 @@ type job struct {
 	restoring bool        // the change restores revision p2: a fulltext put
 	live      *os.File    // the live file, reopened by open
 	read      *readSignal // signalled once put no longer reads the live file
-	// commit makes a fulltext put durable (objstore.PutNoWait), nil
-	// once it is: see durable.
+	// commit makes the put durable (objstore.PutNoWait,
+	// PutDeltaNoWait), nil once it is: see durable.
 	commit func() error
 }
 
@@ -391,12 +391,15 @@ func (s *storeSink) fromWrites(ctx context.Context, j *job, live io.ReaderAt) bo
 		s.log.Debug("no delta from the written ranges", "file", j.fid, "err", err)
 		return false
 	}
-	e, err := s.st.Put(ctx, objstore.PutRequest{File: j.fid, P1: j.p1, Delta: d, DeltaBase: j.p1, DeltaOnly: true, Size: uint64(c.Size), Time: at})
+	// Not waited for here: the window's puts share one group commit
+	// (durable), which a window running its jobs one after another would
+	// otherwise pay once per in-place change.
+	e, commit, err := s.st.PutDeltaNoWait(ctx, objstore.PutRequest{File: j.fid, P1: j.p1, Delta: d, DeltaBase: j.p1, DeltaOnly: true, Size: uint64(c.Size), Time: at})
 	if err != nil {
 		s.log.Debug("written ranges not stored alone; recording the whole file", "file", j.fid, "err", err)
 		return false
 	}
-	j.entry, j.size = e, c.Size
+	j.entry, j.size, j.commit = e, c.Size, commit
 	return true
 }
 

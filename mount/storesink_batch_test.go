@@ -172,3 +172,74 @@ func BenchmarkRecordNewFiles(b *testing.B) {
 		}
 	})
 }
+
+// In-place changes of a window are recorded from their written ranges
+// (delta-only puts) and, like fulltext puts, share one group commit per
+// window, whatever number of goroutines the window's jobs run on.
+func TestBatchOfInPlaceChangesSharesCommits(t *testing.T) {
+	dir, st, sink := openTestSink(t)
+	ls := &lockedSink{sink: sink}
+	const n = 200
+	content := func(i int) []byte { return testutil.Bytes(uint64(i), 4000+i) }
+	ids := make([]fs.FileID, n)
+	record := func(change func(i int) fs.Change) objstore.Stats {
+		t.Helper()
+		var evs []Event
+		for i := range n {
+			c := change(i)
+			var err error
+			if c.Content, err = os.Open(filepath.Join(dir, fmt.Sprint(i))); err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, Event{Change: &c})
+		}
+		c0 := storeStats(t, st)
+		ls.RecordBatch(context.Background(), evs, func(errs []error) {
+			for _, err := range errs {
+				if err != nil {
+					t.Errorf("recording: %v", err)
+				}
+			}
+		})
+		c1 := storeStats(t, st)
+		c1.Puts, c1.Commits = c1.Puts-c0.Puts, c1.Commits-c0.Commits
+		return c1
+	}
+	for i := range n {
+		ids[i] = fs.NewFileID()
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), content(i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record(func(i int) fs.Change {
+		size := int64(len(content(i)))
+		return fs.Change{Path: fmt.Sprint(i), ID: ids[i], Size: size, New: true, Dirty: []fs.Range{{Off: 0, Len: size}}}
+	})
+	edited := func(i int) []byte {
+		b := bytes.Clone(content(i))
+		copy(b[100:], "edited in place")
+		return b
+	}
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), edited(i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read0 := sink.liveRead.Load()
+	d := record(func(i int) fs.Change {
+		size := int64(len(content(i)))
+		return fs.Change{Path: fmt.Sprint(i), ID: ids[i], Size: size, Kept: size, Dirty: []fs.Range{{Off: 100, Len: 15}}}
+	})
+	if read := sink.liveRead.Load() - read0; read > n*15 {
+		t.Errorf("read %d bytes of live files for %d in-place changes of 15 bytes: not recorded from their ranges", read, n)
+	}
+	if windows := int64((n + maxWindow - 1) / maxWindow); d.Puts != n || d.Commits > windows {
+		t.Errorf("%d puts in %d commits; want %d puts in at most %d (one per window)", d.Puts, d.Commits, n, windows)
+	}
+	for i := range n {
+		got, err := st.Get(context.Background(), index.RevID{File: sink.ids[ids[i]], Rev: 1})
+		if err != nil || !bytes.Equal(got, edited(i)) {
+			t.Fatalf("file %d reads back wrong (%v)", i, err)
+		}
+	}
+}

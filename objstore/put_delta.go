@@ -21,24 +21,35 @@ var ErrNeedFulltext = errors.New("objstore: this revision needs its fulltext")
 // req.Size, its instruction stream, the chain caps) and records the entry
 // with index.FlagHashDeferred and Hash 0. Dedup never finds it.
 func (s *Store) putDelta(ctx context.Context, req PutRequest) (index.Entry, error) {
-	if err := ctx.Err(); err != nil {
+	e, commit, err := s.PutDeltaNoWait(ctx, req)
+	if err != nil {
 		return index.Entry{}, err
+	}
+	return e, commit()
+}
+
+// PutDeltaNoWait is Put of a DeltaOnly request returning once the record
+// is appended, before it is durable: commit makes it durable, in a group
+// commit shared with the puts appended meanwhile (see PutNoWait).
+func (s *Store) PutDeltaNoWait(ctx context.Context, req PutRequest) (index.Entry, func() error, error) {
+	if !req.DeltaOnly {
+		return index.Entry{}, nil, errors.New("objstore: PutDeltaNoWait of a put that is not delta-only")
+	}
+	if err := ctx.Err(); err != nil {
+		return index.Entry{}, nil, err
 	}
 	s.wmu.Lock()
 	e, meta, err := s.prepareDelta(&req)
 	if err != nil {
 		s.wmu.Unlock()
-		return index.Entry{}, fmt.Errorf("objstore: put file %d from a delta: %w", req.File, err)
+		return index.Entry{}, nil, fmt.Errorf("objstore: put file %d from a delta: %w", req.File, err)
 	}
 	b := s.enqueue(e, meta)
 	// The base's text may be cached as the file's latest; the new text is
 	// not at hand, so nothing replaces it (a fallback put rebuilds it).
 	s.latest.remove(req.P1)
 	s.wmu.Unlock()
-	if err := s.wait(b); err != nil {
-		return index.Entry{}, err
-	}
-	return e, nil
+	return e, func() error { return s.wait(b) }, nil
 }
 
 // prepareDelta checks req and appends its record. Called with wmu held.
