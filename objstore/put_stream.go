@@ -98,9 +98,6 @@ func (s *Store) prepareStream(ctx context.Context, req *PutRequest, src io.Reade
 	if meta.Revs == math.MaxUint32 {
 		return index.Entry{}, index.FileMeta{}, fmt.Errorf("file %d has the maximum number of revisions", req.File)
 	}
-	if err := s.needFormat(formatChunked); err != nil {
-		return index.Entry{}, index.FileMeta{}, err
-	}
 	n := (size + chunkSize - 1) / chunkSize
 	f, seg, start, err := s.segs.beginAppend(recOverhead + chunkHeaderLen + chunkEntryLen*n + size)
 	if err != nil {
@@ -109,6 +106,11 @@ func (s *Store) prepareStream(ctx context.Context, req *PutRequest, src io.Reade
 	e := index.Entry{File: req.File, Rev: index.Rev(meta.Revs), Size: uint64(size), Time: revTime(req),
 		Kind: index.KindFull, Seg: seg, Off: uint64(start)}
 	end, err := s.writeStream(ctx, &e, src, f, start)
+	if err == nil {
+		// Raised only now: a stream that falls back stores no chunked
+		// record, and a format-1 binary may still open the store.
+		err = s.needFormat(formatChunked)
+	}
 	if err != nil {
 		if cut := s.segs.abortAppend(f, start); cut != nil {
 			// What the stream wrote lies past the tail: a later record
@@ -137,8 +139,12 @@ func (s *Store) writeStream(ctx context.Context, e *index.Entry, src io.ReaderAt
 	}
 	s.hashedBytes.Add(int64(e.Size))
 	e.Hash = out.hash
-	if dup, err := s.sameHash(e); err != nil || dup {
-		return 0, errors.Join(err, errStreamFallback)
+	dup, err := s.sameHash(e)
+	if err != nil {
+		return 0, err
+	}
+	if dup {
+		return 0, errStreamFallback
 	}
 	if out.n > maxPayload {
 		return 0, errStreamFallback

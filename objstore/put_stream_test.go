@@ -269,6 +269,12 @@ func TestPutFromRaisesFormat1(t *testing.T) {
 	if v, err := readFormat(dir); err != nil || v != 1 {
 		t.Fatalf("after a small put: format %d (%v), want 1", v, err)
 	}
+	// a file announced big that shrank before the put falls back to a
+	// plain record and leaves the format alone
+	ef := putFrom(t, s, "shrunk", srcFile(t, small), 40<<20, PutRequest{})
+	if v, err := readFormat(dir); err != nil || v != 1 || ef.Flags&index.FlagChunked != 0 {
+		t.Fatalf("after a streamed put that fell back (flags %v): format %d (%v), want 1", ef.Flags, v, err)
+	}
 	big := bigMixed(15, bigFull+1)
 	eb := putFrom(t, s, "big", srcFile(t, big), int64(len(big)), PutRequest{})
 	if v, err := readFormat(dir); err != nil || v != 2 || eb.Flags&index.FlagChunked == 0 {
