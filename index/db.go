@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -32,6 +33,8 @@ type DB struct {
 
 	holdMu sync.Mutex
 	holds  *holdStamp // the stamp the hold rows are known valid for; nil: not (holds_stamp.go)
+
+	wrote atomic.Bool // a write was attempted since Open: Close settles (settle.go)
 }
 
 // Memory settings. The mount runs for days next to the user's work, so the
@@ -90,7 +93,7 @@ func badgerOptions(dir string, opt Options) badger.Options {
 // the next process to open it has nothing to compact.
 func (db *DB) Close() error {
 	reopen, end := false, time.Now().Add(settleWait)
-	if !db.opt.ReadOnly {
+	if !db.opt.ReadOnly && db.wrote.Load() {
 		db.waitSettled(end)
 		reopen = db.closeMayUnsettle()
 	}
@@ -111,6 +114,7 @@ const maxRetries = 16
 // badger.ErrConflict. It is the only place that commits.
 func (db *DB) update(fn func(txn *badger.Txn) error) error {
 	var err error
+	db.wrote.Store(true)
 	for range maxRetries {
 		err = db.bdb.Update(fn)
 		if !errors.Is(err, badger.ErrConflict) {
@@ -190,6 +194,7 @@ func (db *DB) NewFiles(names []string) ([]FileID, error) {
 		}
 	}
 	ids := make([]FileID, len(names))
+	db.wrote.Store(true)
 	txn := db.bdb.NewTransaction(true)
 	var err error
 	for i, name := range names {

@@ -152,6 +152,7 @@ func (db *DB) writeBatch(l []kv) error {
 	if len(l) == 0 {
 		return nil
 	}
+	db.wrote.Store(true)
 	wb := db.bdb.NewWriteBatch()
 	defer wb.Cancel()
 	for _, x := range l {

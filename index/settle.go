@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -29,12 +30,17 @@ import (
 //
 // The cost falls on the writer that closes (the mount at unmount, repack,
 // a CLI command that wrote), once for what it wrote, rather than on the
-// next reader's first request. Read-only opens never compact and so never
+// next reader's first request; a writable DB that wrote nothing since it
+// was opened closes as it is (its compactions, if any, are the ones its
+// opening started). Read-only opens never compact and so never
 // settle. The waits together take at most settleWait (the mount closes
 // the store within its shutdown deadline); giving up loses nothing but the
 // quiet start. A compaction of the 131 MB index of H1's larger store takes
 // about 2 s.
 const settleWait = 30 * time.Second
+
+// settleReopens counts settle's reopens (for tests).
+var settleReopens atomic.Int64
 
 // settlePoll is how often waitSettled looks at the levels. badger's
 // compactors look every 50 ms (and wait up to a second after opening).
@@ -97,6 +103,7 @@ func (db *DB) closeMayUnsettle() bool {
 // settle opens the closed writable index in dir, waits for its
 // compactions (until end at most) and closes it again.
 func settle(dir string, opt Options, end time.Time) error {
+	settleReopens.Add(1)
 	bdb, err := badger.Open(badgerOptions(dir, opt))
 	if err != nil {
 		return fmt.Errorf("index: settle %s: %w", dir, err)

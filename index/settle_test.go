@@ -27,6 +27,7 @@ func TestCloseLeavesIndexSettled(t *testing.T) {
 	n := 0
 	put := func(batch int) {
 		t.Helper()
+		db.wrote.Store(true) // the index's own write paths set it
 		wb := db.bdb.NewWriteBatch()
 		for range batch {
 			for i := range val {
@@ -66,7 +67,12 @@ func TestCloseLeavesIndexSettled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	closed := false
+	defer func() {
+		if !closed {
+			db.Close()
+		}
+	}()
 	at := db.bdb.Levels()
 	t.Logf("at open: %s", levelsString(at))
 	if !settled(at) {
@@ -96,6 +102,19 @@ func TestCloseLeavesIndexSettled(t *testing.T) {
 	}
 	if got == 0 || got > n {
 		t.Fatalf("%d entries after reopening, wrote %d (some keys repeat)", got, n)
+	}
+	// Nothing written since the open: Close has nothing to settle, even
+	// where a close after writes would reopen the index to be sure.
+	if !db.closeMayUnsettle() {
+		t.Fatalf("test set-up: the settled index's close would not reopen it after writes either: %s", levelsString(db.bdb.Levels()))
+	}
+	r0 := settleReopens.Load()
+	closed = true
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := settleReopens.Load() - r0; r != 0 {
+		t.Fatalf("a close with no writes since the open reopened the index %d times to settle it", r)
 	}
 }
 

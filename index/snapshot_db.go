@@ -18,6 +18,7 @@ func (db *DB) PutTrees(trees map[TreeHash][]byte) error {
 	if len(trees) == 0 {
 		return nil
 	}
+	db.wrote.Store(true)
 	wb := db.bdb.NewWriteBatch()
 	defer wb.Cancel()
 	for h, b := range trees {
