@@ -20,11 +20,13 @@ var (
 	_ fs.QuietRecorder = journaled{}
 )
 
-// Dirtied journals id before its live file changes.
+// Dirtied journals id before its live file changes, and keeps a held
+// change of id from being read under the writer (Recorder.dirtied).
 func (r journaled) Dirtied(id fs.FileID, path string) {
 	if r.j != nil {
 		r.j.dirtied(id, path)
 	}
+	r.Recorder.dirtied(id)
 }
 
 // Changed stamps c for the journal and queues it.

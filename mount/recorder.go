@@ -102,6 +102,9 @@ type heldChange struct {
 	continues fs.FileID
 	timer     *time.Timer
 	newDue    time.Time // when a held new file's grace ends; later closes do not extend it
+	// writing is set once a writer started changing the file (dirtied):
+	// the timer no longer releases the change, the writer's report does
+	writing bool
 }
 
 type waiter struct {
@@ -184,7 +187,27 @@ func (r *Recorder) pushChange(k fs.FileID, ev Event) {
 func (r *Recorder) release(k fs.FileID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if h := r.held[k]; h != nil && h.writing {
+		return
+	}
 	r.releaseLocked(k)
+}
+
+// dirtied notes that a writer is about to change file id (fs's
+// Recorder.Dirtied: the first write, truncation or passthrough open of a
+// write session). A change of id held back (a new file's grace, the
+// fsync interval) would be read from the live file when its timer fires,
+// under that writer, and record a mix of two versions; instead it stays
+// held until the writer's report, which merges with it (Changed). A
+// reopened temp file of an atomic save so still continues the file it
+// replaces. Sync, Flush and a rename release it as before.
+func (r *Recorder) dirtied(id fs.FileID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h := r.held[id]; h != nil {
+		h.timer.Stop()
+		h.writing = true
+	}
 }
 
 func (r *Recorder) releaseLocked(k fs.FileID) {
@@ -282,12 +305,6 @@ func (r *Recorder) Wait(ctx context.Context, id fs.FileID) error {
 // whole recording, commit included, before).
 func (r *Recorder) WaitRead(ctx context.Context, id fs.FileID) error {
 	r.mu.Lock()
-	if h := r.held[id]; h != nil && h.c.New {
-		// A new file held for its grace would be read when the grace
-		// ends, under this writer: its first revision would mix the two
-		// versions. Record it now, as it was closed.
-		r.releaseLocked(id)
-	}
 	target, sig := r.seq[id], r.reads[id]
 	if r.done >= target {
 		r.mu.Unlock()

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/internal/testutil"
 )
 
 // The kernel sends a file's RELEASE after close(2) returns, and a rename
@@ -66,9 +69,10 @@ func TestOverwriteThenRenameOverKeepsOrder(t *testing.T) {
 
 // A new file is held for newFileGrace after its close (an atomic save
 // may follow); a writer that reopens it within the grace and rewrites it
-// slowly must not have the held change read under it: the first revision
-// is the content at the close, the second the rewrite, neither a mix.
-func TestReopenDuringGraceKeepsFirstRevision(t *testing.T) {
+// slowly must not have the held change read under it: the held change
+// waits for the writer's close and is recorded as the file then is, not
+// as a mix of the two versions.
+func TestReopenDuringGraceIsNotReadUnderTheWriter(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "s.dfs")
 	l := start(t, store)
 	p := filepath.Join(l.mnt, "f")
@@ -89,22 +93,75 @@ func TestReopenDuringGraceKeepsFirstRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.stop(t)
-	st, revs := revisions(t, store)
-	if len(revs) != 1 {
-		t.Fatalf("%d store files, want 1", len(revs))
+	got := contents(t, store)
+	if len(got) != 1 {
+		t.Fatalf("%d store files, want 1", len(got))
 	}
-	for _, rs := range revs {
-		if len(rs) != 2 {
-			t.Fatalf("%d revisions, want 2", len(rs))
+	for _, revs := range got {
+		for i, rev := range revs {
+			if !bytes.Equal(rev, a) && !bytes.Equal(rev, b) {
+				t.Fatalf("revision %d: %d bytes, %d of them 'a': a mix of the two versions", i, len(rev), bytes.Count(rev, []byte("a")))
+			}
 		}
-		for i, want := range [][]byte{a, b} {
-			got, err := st.Get(context.Background(), rs[i].ID())
+		if !bytes.Equal(revs[len(revs)-1], b) {
+			t.Fatal("the last revision is not the rewrite")
+		}
+	}
+}
+
+// An atomic save whose temp file is reopened for writing before the
+// rename ("cp f t; echo x >> t; mv t f") still continues f's history.
+func TestReopenedTempFileContinuesTheOriginal(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	p := func(n string) string { return filepath.Join(l.mnt, n) }
+	orig := testutil.Bytes(3, 200_000)
+	if err := os.WriteFile(p("f"), orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.recorded(t, 1)
+	if err := os.WriteFile(p("t"), orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p("t"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("appended\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p("t"), p("f")); err != nil {
+		t.Fatal(err)
+	}
+	l.stop(t)
+	got := contents(t, store)
+	want := append(bytes.Clone(orig), "appended\n"...)
+	if len(got) != 1 {
+		t.Fatalf("%d store files, want 1 (the temp file continues f)", len(got))
+	}
+	for _, revs := range got {
+		if len(revs) != 2 || !bytes.Equal(revs[0], orig) || !bytes.Equal(revs[1], want) {
+			t.Fatalf("%d revisions; want f's content then the saved one", len(revs))
+		}
+	}
+}
+
+// contents reads every revision of every file of the unmounted store.
+func contents(t *testing.T, store string) map[index.FileID][][]byte {
+	t.Helper()
+	st, revs := revisions(t, store)
+	out := map[index.FileID][][]byte{}
+	for fid, rs := range revs {
+		for _, e := range rs {
+			b, err := st.Get(context.Background(), e.ID())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("revision %d: %d bytes, %d of them 'a'; want %d bytes of %q", i, len(got), bytes.Count(got, []byte("a")), size, want[:1])
-			}
+			out[fid] = append(out[fid], b)
 		}
 	}
+	return out
 }
