@@ -300,7 +300,7 @@ func (w *walk) entry(rel, name string, dirIno uint64, prev *index.Tree) (index.T
 		}
 		id := readID(path)
 		e.Rev, err = w.revs.Revision(w.ctx, id, path, int64(x.Size))
-		if id.IsZero() && err == nil {
+		if id.IsZero() { // given one even if the revision then failed
 			w.b.checkIDGiven(path, filepath.Join(rel, name))
 		}
 	}
