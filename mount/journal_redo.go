@@ -3,9 +3,7 @@ package mount
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	iofs "io/fs"
 	"log/slog"
 	"os"
@@ -147,7 +145,7 @@ func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
 		return nil
 	}
 	at := time.Now() // the revision's time: see objstore.PutRequest.Time
-	data, err := readContent(f, fi.Size())
+	data, err := objstore.ReadAll(f, fi.Size())
 	if err != nil {
 		return err
 	}
@@ -214,22 +212,4 @@ func (r *redoer) holds(ctx context.Context, prev index.RevID, data []byte) (bool
 	}
 	text, err := r.st.Get(ctx, prev)
 	return err == nil && bytes.Equal(text, data), err
-}
-
-// readContent reads the live file from its start.
-func readContent(f *os.File, size int64) ([]byte, error) {
-	buf := make([]byte, 0, max(size, 0)+1)
-	for off := int64(0); ; {
-		n, err := f.ReadAt(buf[len(buf):cap(buf)], off)
-		buf, off = buf[:len(buf)+n], off+int64(n)
-		if errors.Is(err, io.EOF) {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-	}
 }

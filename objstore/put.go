@@ -106,15 +106,9 @@ func (s *Store) PutNoWait(ctx context.Context, req PutRequest) (index.Entry, fun
 // prepare chooses how to store the revision and appends its record.
 // Called with wmu held.
 func (s *Store) prepare(ctx context.Context, req *PutRequest, data []byte, hash uint64) (index.Entry, index.FileMeta, error) {
-	if err := s.canPut(); err != nil {
-		return index.Entry{}, index.FileMeta{}, err
-	}
-	meta, err := s.fileMeta(req.File)
+	meta, err := s.nextRevMeta(req.File)
 	if err != nil {
 		return index.Entry{}, index.FileMeta{}, err
-	}
-	if meta.Revs == math.MaxUint32 {
-		return index.Entry{}, index.FileMeta{}, fmt.Errorf("file %d has the maximum number of revisions", req.File)
 	}
 	for _, p := range []index.RevID{req.P1, req.P2} {
 		if _, err := s.checkRev(p); err != nil {
@@ -141,6 +135,22 @@ func (s *Store) prepare(ctx context.Context, req *PutRequest, data []byte, hash 
 
 // canPut returns why the store takes no put, if it does not. Called
 // with wmu held.
+// nextRevMeta returns the metadata of file when a revision may be added
+// to it: the store takes puts and the file has room for one more.
+func (s *Store) nextRevMeta(file index.FileID) (*index.FileMeta, error) {
+	if err := s.canPut(); err != nil {
+		return nil, err
+	}
+	meta, err := s.fileMeta(file)
+	if err != nil {
+		return nil, err
+	}
+	if meta.Revs == math.MaxUint32 {
+		return nil, fmt.Errorf("file %d has the maximum number of revisions", file)
+	}
+	return meta, nil
+}
+
 func (s *Store) canPut() error {
 	switch {
 	case s.closed:

@@ -54,22 +54,15 @@ func (s *Store) PutDeltaNoWait(ctx context.Context, req PutRequest) (index.Entry
 
 // prepareDelta checks req and appends its record. Called with wmu held.
 func (s *Store) prepareDelta(req *PutRequest) (index.Entry, index.FileMeta, error) {
-	switch {
-	case s.closed:
-		return index.Entry{}, index.FileMeta{}, ErrClosed
-	case s.broken != nil:
-		return index.Entry{}, index.FileMeta{}, s.broken
-	case s.cfg.ReadOnly:
-		return index.Entry{}, index.FileMeta{}, ErrReadOnly
-	case req.Data != nil || req.P1.IsNull() || req.DeltaBase != req.P1 || !req.P2.IsNull():
-		return index.Entry{}, index.FileMeta{}, errors.New("a delta-only put needs no Data, DeltaBase == P1 and no P2")
-	}
-	meta, err := s.fileMeta(req.File)
-	if err != nil {
+	if err := s.canPut(); err != nil {
 		return index.Entry{}, index.FileMeta{}, err
 	}
-	if meta.Revs == 1<<32-1 {
-		return index.Entry{}, index.FileMeta{}, fmt.Errorf("file %d has the maximum number of revisions", req.File)
+	if req.Data != nil || req.P1.IsNull() || req.DeltaBase != req.P1 || !req.P2.IsNull() {
+		return index.Entry{}, index.FileMeta{}, errors.New("a delta-only put needs no Data, DeltaBase == P1 and no P2")
+	}
+	meta, err := s.nextRevMeta(req.File)
+	if err != nil {
+		return index.Entry{}, index.FileMeta{}, err
 	}
 	be, err := s.resolve(req.P1)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 
 	"github.com/cespare/xxhash/v2"
@@ -38,7 +37,7 @@ func (s *Store) PutFrom(ctx context.Context, req PutRequest, src io.ReaderAt, si
 			return e, commit, err
 		}
 	}
-	data, err := readAll(src, size)
+	data, err := ReadAll(src, size)
 	read()
 	if err != nil {
 		return index.Entry{}, nil, fmt.Errorf("objstore: put file %d: read: %w", req.File, err)
@@ -88,15 +87,9 @@ func (s *Store) putStream(ctx context.Context, req PutRequest, src io.ReaderAt, 
 // prepareStream streams src into a new record and makes its entry.
 // Called with wmu held.
 func (s *Store) prepareStream(ctx context.Context, req *PutRequest, src io.ReaderAt, size int64) (index.Entry, index.FileMeta, error) {
-	if err := s.canPut(); err != nil {
-		return index.Entry{}, index.FileMeta{}, err
-	}
-	meta, err := s.fileMeta(req.File)
+	meta, err := s.nextRevMeta(req.File)
 	if err != nil {
 		return index.Entry{}, index.FileMeta{}, err
-	}
-	if meta.Revs == math.MaxUint32 {
-		return index.Entry{}, index.FileMeta{}, fmt.Errorf("file %d has the maximum number of revisions", req.File)
 	}
 	n := (size + chunkSize - 1) / chunkSize
 	f, seg, start, err := s.segs.beginAppend(recOverhead + chunkHeaderLen + chunkEntryLen*n + size)
@@ -191,8 +184,9 @@ func (s *Store) sameHash(e *index.Entry) (bool, error) {
 	return false, nil
 }
 
-// readAll reads src from its start to its end; size is a hint.
-func readAll(src io.ReaderAt, size int64) ([]byte, error) {
+// ReadAll reads src from its start to its end in one buffer of about
+// size bytes (a hint: src may have grown or shrunk).
+func ReadAll(src io.ReaderAt, size int64) ([]byte, error) {
 	buf := make([]byte, 0, max(size, 0)+1)
 	for off := int64(0); ; {
 		n, err := src.ReadAt(buf[len(buf):cap(buf)], off)
