@@ -112,10 +112,13 @@ func mountLive(t testing.TB) *mounted {
 
 // mountPassthrough is mountLive for a test of passthrough handles: it
 // skips when passthrough is off (NOPT set) or the kernel will not grant
-// it (not root).
+// it (not root), and fails instead under CI=true, which runs as root.
 func mountPassthrough(t testing.TB) *mounted {
 	t.Helper()
 	if os.Getenv("NOPT") != "" || os.Geteuid() != 0 {
+		if os.Getenv(testutil.EnvCI) == "true" {
+			t.Fatalf("passthrough tests need root and NOPT unset when %s=true", testutil.EnvCI)
+		}
 		t.Skip("passthrough off, or not root")
 	}
 	return mountLive(t)
