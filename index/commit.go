@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -18,6 +19,14 @@ type Batch struct {
 // Commit writes b in one transaction: entries, their hash keys (except for
 // dedup entries, which have no data of their own), file records and the tail.
 // With SyncWrites, the batch is durable when Commit returns.
+//
+// A batch too big for one badger transaction (several thousand entries;
+// the mount's batches are far smaller, a bulk loader's may not be) is
+// written in several, in an order a crash between them leaves safe: the
+// tail first (the data up to it was made durable before Commit), then
+// the entries, then the file records. A crash part way leaves entries of
+// puts that never returned, unknown to their file records: revision
+// numbers the next put of the file takes again, over them.
 func (db *DB) Commit(b *Batch) error {
 	err := db.update(func(txn *badger.Txn) error {
 		for i := range b.Entries {
@@ -33,8 +42,50 @@ func (db *DB) Commit(b *Batch) error {
 		}
 		return txn.Set(keyTail, encodeTail(b.Tail))
 	})
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		err = db.commitSplit(b)
+	}
 	if err != nil {
 		return fmt.Errorf("index: commit %d entries: %w", len(b.Entries), err)
+	}
+	return nil
+}
+
+// commitSplit writes b's rows in as many transactions as they need, in
+// the order Commit's doc gives.
+func (db *DB) commitSplit(b *Batch) error {
+	type row struct{ k, v []byte }
+	rows := []row{{keyTail, encodeTail(b.Tail)}}
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		v, _ := e.MarshalBinary()
+		rows = append(rows, row{revKey(e.ID()), v})
+		if e.Kind != KindDedup && e.Flags&FlagHashDeferred == 0 {
+			rows = append(rows, row{hashKey(e.Hash, e.ID()), nil})
+		}
+	}
+	for f, m := range b.Files {
+		v, _ := m.MarshalBinary()
+		rows = append(rows, row{fileKey(f), v})
+	}
+	for len(rows) > 0 {
+		var n int
+		err := db.update(func(txn *badger.Txn) error {
+			for n = 0; n < len(rows); n++ {
+				err := txn.Set(rows[n].k, rows[n].v)
+				if errors.Is(err, badger.ErrTxnTooBig) && n > 0 {
+					return nil // commit these; the rest go in the next
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		rows = rows[n:]
 	}
 	return nil
 }

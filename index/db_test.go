@@ -187,3 +187,56 @@ func TestOpenAfterKillDuringMemtableCreate(t *testing.T) {
 		t.Fatalf("file record lost: %+v %v", m, err)
 	}
 }
+
+// A batch bigger than one badger transaction commits whole (in several),
+// and every entry, hash key, file record and the tail read back.
+func TestCommitBigBatch(t *testing.T) {
+	db, dir := openTest(t)
+	f, err := db.NewFile("big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30000
+	b := Batch{Files: map[FileID]FileMeta{f: {Name: "big", Revs: n}}, Tail: Tail{Seg: 3, End: 10 * n}}
+	for r := range n {
+		e := Entry{File: f, Rev: Rev(r), Kind: KindFull, Hash: uint64(1000 + r), Seg: 3, Off: uint64(r * 10), Stored: 10}
+		if r > 0 {
+			e.Kind, e.Base, e.P1 = KindP1, RevID{f, Rev(r - 1)}, RevID{f, Rev(r - 1)}
+		}
+		b.Entries = append(b.Entries, e)
+	}
+	if err := db.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if db, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var got int
+	if err := db.Revisions(context.Background(), f, func(e Entry) error {
+		if e.Rev != Rev(got) || e.Off != uint64(got*10) {
+			t.Fatalf("entry %d: %+v", got, e)
+		}
+		got++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got != n {
+		t.Fatalf("%d entries read back, want %d", got, n)
+	}
+	for _, r := range []int{0, n / 2, n - 1} {
+		ids, err := db.ByHash(uint64(1000 + r))
+		if err != nil || len(ids) != 1 || ids[0] != (RevID{f, Rev(r)}) {
+			t.Fatalf("ByHash(rev %d) = %v, %v", r, ids, err)
+		}
+	}
+	m, err := db.File(f)
+	if err != nil || m.Revs != n {
+		t.Fatalf("file record %+v, %v", m, err)
+	}
+	if tail, err := db.Tail(); err != nil || tail != b.Tail {
+		t.Fatalf("tail %+v, %v; want %+v", tail, err, b.Tail)
+	}
+}

@@ -75,5 +75,11 @@ func decodeRefs(b []byte) (r *Refs, err error) {
 	if n != int64(len(body)) {
 		return nil, fmt.Errorf("%w: reference set: trailing bytes", ErrDecode)
 	}
+	// roaring parses containers it would not write (a run reaching past
+	// 65535 wraps round, unsorted or overlapping runs): such a set would
+	// answer membership wrongly, so it is damage too.
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: reference set: %w", ErrDecode, err)
+	}
 	return r, nil
 }
