@@ -91,7 +91,7 @@ func createAndWrite(p string, created *uint32) error {
 func killprivMount(t *testing.T) (mnt, plain string) {
 	testutil.RequireFUSE(t)
 	if os.Geteuid() != 0 {
-		t.Skip("needs root (to act as another user)")
+		testutil.SkipOrFail(t, "needs root (to act as another user)")
 	}
 	f, err := New(Config{LiveDir: t.TempDir(), Passthrough: true})
 	if err != nil {

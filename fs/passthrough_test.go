@@ -15,7 +15,7 @@ import (
 func TestReadOnlyOpensUsePassthrough(t *testing.T) {
 	testutil.RequireFUSE(t)
 	if os.Geteuid() != 0 {
-		t.Skip("passthrough needs root")
+		testutil.SkipOrFail(t, "passthrough needs root")
 	}
 	live := t.TempDir()
 	data := testutil.Bytes(7, 4<<20)
@@ -29,7 +29,7 @@ func TestReadOnlyOpensUsePassthrough(t *testing.T) {
 	t.Cleanup(func() { f.Close() }) // after the unmount, which Mount registers later
 	mnt, server := testutil.Mount(t, f.Root(), Options())
 	if server.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH == 0 {
-		t.Skip("kernel without FUSE passthrough")
+		testutil.SkipOrFail(t, "kernel without FUSE passthrough")
 	}
 	got, err := os.ReadFile(filepath.Join(mnt, "big"))
 	if err != nil || !bytes.Equal(got, data) {

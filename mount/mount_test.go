@@ -255,7 +255,7 @@ func TestReadOnlyMount(t *testing.T) {
 
 func TestAllowOtherAddsDefaultPermissions(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("allow_other needs root or user_allow_other in /etc/fuse.conf")
+		testutil.SkipOrFail(t, "allow_other needs root or user_allow_other in /etc/fuse.conf")
 	}
 	l := startWith(t, Config{Store: filepath.Join(t.TempDir(), "s.dfs"), AllowOther: true})
 	b, err := os.ReadFile("/proc/self/mountinfo")

@@ -77,3 +77,21 @@ func probeFUSE(dir string) error {
 	}
 	return nil
 }
+
+// SkipOrFail skips t for the reason given, and fails it instead when the
+// environment variable CI is "true": for a mount test that needs what CI
+// has (root, FUSE passthrough, the FUSE control filesystem) and a
+// developer's machine may not.
+func SkipOrFail(t testing.TB, format string, args ...any) {
+	t.Helper()
+	skipOrFail(t, os.Getenv(EnvCI) == "true", format, args...)
+}
+
+func skipOrFail(t skipFataler, ci bool, format string, args ...any) {
+	t.Helper()
+	if ci {
+		t.Fatalf("required when "+EnvCI+"=true: "+format, args...)
+		return
+	}
+	t.Skipf(format, args...)
+}

@@ -3,6 +3,7 @@ package testutil
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -59,5 +60,15 @@ func TestRequireFUSEMountsHere(t *testing.T) {
 	// (the first unmounted cleanly and left nothing behind).
 	if err := probeFUSE(t.TempDir()); err != nil {
 		t.Fatalf("second probe mount: %v", err)
+	}
+}
+
+func TestSkipOrFailDecision(t *testing.T) {
+	for _, ci := range []bool{false, true} {
+		var r recorder
+		skipOrFail(&r, ci, "needs %s", "root")
+		if r.skipped == ci || r.failed != ci || !strings.Contains(r.msg, "needs root") {
+			t.Fatalf("ci=%v: skipped=%v failed=%v (%q)", ci, r.skipped, r.failed, r.msg)
+		}
 	}
 }
