@@ -67,6 +67,7 @@ type FS struct {
 	readNew     bool          // Config.ReadSmallNew
 	captured    atomic.Int64  // bytes of Change.Data not yet closed (see capture.go)
 	closing     atomic.Int32  // writable handles closed but not released, all files (see history_wait.go)
+	closedAt    atomic.Int64  // the latest FLUSH of a writable handle, Unix nanoseconds
 
 	// serverReads counts reads served by this process for handles
 	// meant for passthrough: zero when passthrough works.

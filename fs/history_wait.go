@@ -13,8 +13,11 @@ import (
 // still shows x, .history first waits, for a short while, for the
 // releases of f's writable handles whose close it has seen (a FLUSH) and
 // that have not written since. A handle left open through a dup of its
-// descriptor looks the same until it writes again: that is what the
-// bound is for.
+// descriptor looks the same until it writes again (a shell's "exec >log",
+// "make >log": its writes may be passthrough, unseen), so the wait is
+// bounded by closingWait after the latest FLUSH, not after the wait's
+// start: a close seen longer ago than that is taken for a dup's, and
+// unlinks, renames and snapshots after it do not wait for it.
 //
 // A snapshot waits the same way, for every file at once (WaitReleases):
 // otherwise a file closed just before "mkdir .snapshots/x" is recorded by
@@ -32,6 +35,9 @@ type closeMark struct {
 
 // closeSeen notes a FLUSH of a writable handle.
 func (n *Node) closeSeen(m *closeMark) {
+	now := time.Now().UnixNano()
+	n.closedAt.Store(now)
+	n.fsys.closedAt.Store(now)
 	if !m.on.Swap(true) {
 		n.closing.Add(1)
 		n.fsys.closing.Add(1)
@@ -54,7 +60,7 @@ func (f *FS) waitReleases(ctx context.Context, rel string) {
 	if n == nil {
 		return
 	}
-	waitZero(ctx, &n.closing)
+	waitZero(ctx, &n.closing, &n.closedAt)
 }
 
 // waitChildReleases waits up to closingWait until no writable handle of
@@ -69,7 +75,7 @@ func (n *Node) waitChildReleases(ctx context.Context, name string) {
 	}
 	if ch := n.GetChild(name); ch != nil {
 		if c, ok := ch.Operations().(*Node); ok {
-			waitZero(ctx, &c.closing)
+			waitZero(ctx, &c.closing, &c.closedAt)
 		}
 	}
 }
@@ -84,18 +90,21 @@ func (f *FS) WaitFileReleases(ctx context.Context, rel string) {
 // live file is closed but not released: a snapshot calls it first, so
 // that the changes of every close that returned before it are reported.
 func (f *FS) WaitReleases(ctx context.Context) {
-	waitZero(ctx, &f.closing)
+	waitZero(ctx, &f.closing, &f.closedAt)
 }
 
-// waitZero polls c until it is zero, for at most closingWait.
-func waitZero(ctx context.Context, c *atomic.Int32) {
-	if c.Load() <= 0 {
-		return
-	}
-	deadline := time.Now().Add(closingWait)
-	for c.Load() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+// waitZero polls c until it is zero, for at most closingWait after the
+// latest FLUSH counted in c (closedAt, in Unix nanoseconds); it reports
+// whether it had to wait.
+func waitZero(ctx context.Context, c *atomic.Int32, closedAt *atomic.Int64) (waited bool) {
+	for c.Load() > 0 && ctx.Err() == nil {
+		if time.Since(time.Unix(0, closedAt.Load())) >= closingWait {
+			return waited
+		}
 		time.Sleep(time.Millisecond)
+		waited = true
 	}
+	return waited
 }
 
 // liveNode returns the node of the live tree at rel, if the kernel knows

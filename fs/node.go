@@ -40,8 +40,10 @@ type Node struct {
 	// that later writes skip n.mu (see dirtying.go).
 	dirtied atomic.Bool
 	// closing counts writable handles closed (FLUSH) but not yet
-	// released, with no write since (see history_wait.go)
-	closing atomic.Int32
+	// released, with no write since, and closedAt is the latest such
+	// FLUSH in Unix nanoseconds (see history_wait.go)
+	closing  atomic.Int32
+	closedAt atomic.Int64
 	// attrGen counts SETATTRs; noPrivsAt is attrGen+1 when the live
 	// file was last seen with neither setuid nor setgid (killpriv.go).
 	attrGen, noPrivsAt atomic.Uint64
