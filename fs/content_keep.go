@@ -68,12 +68,17 @@ func (t *refTable) pending(ino uint64) bool {
 // FileID id, loses its last name (unlink, or a rename over it). If
 // pending Changes reach it by reference only, it opens the file for
 // each of them; past maxKeptFds it waits instead until the recorder has
-// read the file's reported changes.
+// read the file's reported changes, held ones included (ReleaseReader).
 func (f *FS) keepRemoved(ctx context.Context, path string, ino uint64, id FileID) syscall.Errno {
 	if ino == 0 || !f.refs.pending(ino) {
 		return 0
 	}
 	if f.refs.kept.Load() >= maxKeptFds {
+		// A change held back would be read after the name is gone:
+		// have it read now.
+		if rr, ok := f.rec.(ReleaseReader); ok {
+			return f.errno("wait for recording", rr.ReleaseRead(ctx, id))
+		}
 		if rw, ok := f.rec.(ReadWaiter); ok {
 			return f.errno("wait for recording", rw.WaitRead(ctx, id))
 		}

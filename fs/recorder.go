@@ -163,6 +163,15 @@ type ReadWaiter interface {
 	WaitRead(ctx context.Context, id FileID) error
 }
 
+// ReleaseReader is implemented by a Recorder that holds changes back (a
+// new file's grace, the fsync interval) and can give them up: ReleaseRead
+// queues a held change of file id and returns once every change of id
+// reported so far has been read from the live file. A removal that must
+// not outlive what a change needs of the file waits with it.
+type ReleaseReader interface {
+	ReleaseRead(ctx context.Context, id FileID) error
+}
+
 // QuietRecorder is implemented by a Recorder that may take no Removed
 // and Linked events (its history keeps no trace of them, as the mount's
 // store): when IgnoresRemovesAndLinks is true, the live tree neither

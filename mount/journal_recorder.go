@@ -14,8 +14,9 @@ type journaled struct {
 }
 
 var (
-	_ fs.Recorder   = journaled{}
-	_ fs.ReadWaiter = journaled{}
+	_ fs.Recorder      = journaled{}
+	_ fs.ReadWaiter    = journaled{}
+	_ fs.ReleaseReader = journaled{}
 
 	_ fs.QuietRecorder = journaled{}
 )

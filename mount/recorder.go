@@ -325,6 +325,17 @@ func (r *Recorder) WaitRead(ctx context.Context, id fs.FileID) error {
 	return nil
 }
 
+// ReleaseRead releases the held change of file id, if any, and returns
+// once the sink has read every change of id queued so far (WaitRead):
+// fs's keepRemoved calls it, past its cap of kept descriptors, before a
+// file whose changes reach it by reference only loses its last name.
+func (r *Recorder) ReleaseRead(ctx context.Context, id fs.FileID) error {
+	r.mu.Lock()
+	r.releaseLocked(id)
+	r.mu.Unlock()
+	return r.WaitRead(ctx, id)
+}
+
 // Flush releases the held change of file id, if any, and returns when
 // every change of it queued so far is recorded: history views call it so
 // that they show every change closed before them.

@@ -217,9 +217,13 @@ func TestRecorderFlushReleasesOneFile(t *testing.T) {
 // released: a put still running after its read.
 type readGateSink struct {
 	release chan struct{}
+	reads   chan fs.FileID // if not nil, gets each change's file as it is read
 }
 
 func (s *readGateSink) Record(_ context.Context, ev Event) error {
+	if s.reads != nil && ev.Change != nil {
+		s.reads <- ev.Change.ID
+	}
 	ev.read.readDone()
 	<-s.release
 	if ev.Change != nil {
@@ -253,6 +257,36 @@ func TestRecorderWaitRead(t *testing.T) {
 	if err := r.Wait(ctx, id); err != nil {
 		t.Fatal(err)
 	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecorderReleaseRead: a change held back (a new file's grace) is
+// released and read before ReleaseRead returns; WaitRead alone would
+// return at once, leaving it to be read after the file's name is gone.
+func TestRecorderReleaseRead(t *testing.T) {
+	sink := &readGateSink{release: make(chan struct{}), reads: make(chan fs.FileID, 4)}
+	r := NewRecorder(sink, time.Hour, quiet())
+	id := fs.NewFileID()
+	r.Changed(fs.Change{ID: id, Size: 1, New: true}) // held: new-file grace
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.WaitRead(ctx, id); err != nil || len(sink.reads) != 0 {
+		t.Fatalf("WaitRead of a held change: %v, %d reads (want none: it is held)", err, len(sink.reads))
+	}
+	if err := r.ReleaseRead(ctx, id); err != nil {
+		t.Fatalf("ReleaseRead: %v", err)
+	}
+	select {
+	case got := <-sink.reads:
+		if got != id {
+			t.Fatalf("read %v, want %v", got, id)
+		}
+	default:
+		t.Fatal("ReleaseRead returned before the held change was read")
+	}
+	close(sink.release)
 	if err := r.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
