@@ -1,5 +1,10 @@
 package fs
 
+import (
+	"context"
+	"syscall"
+)
+
 // Journal hook. A recorder records a change after it happened, in the
 // background; a mount killed in between leaves a live file newer than
 // its history. So before a session's first change reaches the live file,
@@ -13,24 +18,39 @@ package fs
 
 // dirtying tells the Recorder, once per session, that n's content is
 // about to change. Call it before the change reaches the live file.
-func (n *Node) dirtying() {
+//
+// At a session's first change it then waits until the recorder has read
+// the changes of n reported before (waitRecorded), as a writable open
+// does: a writer that kept its handle through an fsync would otherwise
+// change the file under the read of that fsync's change, if the change
+// was queued (an fsync interval's hold that ended) just before this
+// write. A change still held is kept held by Dirtied instead (see the
+// Recorder's docs in package mount), so the order matters: Dirtied first,
+// then the wait.
+func (n *Node) dirtying(ctx context.Context) syscall.Errno {
 	if n.dirtied.Load() {
-		return
+		return 0
 	}
 	n.mu.Lock()
-	n.dirtyingLocked()
+	first := n.dirtyingLocked()
 	n.mu.Unlock()
+	if !first {
+		return 0
+	}
+	return n.waitRecorded(ctx)
 }
 
-// dirtyingLocked is dirtying with n.mu held. The noting functions
-// (wrote, truncatedOpen, copied) call it too, for a write that raced
-// with an fsync starting the next session.
-func (n *Node) dirtyingLocked() {
+// dirtyingLocked is dirtying with n.mu held, without the wait; it
+// reports whether it told the Recorder. The noting functions (wrote,
+// truncatedOpen, copied) call it too, for a write that raced with an
+// fsync starting the next session.
+func (n *Node) dirtyingLocked() bool {
 	if n.sess == nil || n.sess.id.IsZero() || n.dirtied.Load() {
-		return
+		return false
 	}
 	n.fsys.rec.Dirtied(n.sess.id, n.relPath())
 	n.dirtied.Store(true)
+	return true
 }
 
 // dirtyingPath is dirtying for changes made by path or by open

@@ -51,7 +51,9 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	if errno := h.n.killPrivsBeforeWrite(ctx, h.fd); errno != 0 {
 		return 0, errno
 	}
-	h.n.dirtying()
+	if errno := h.n.dirtying(ctx); errno != 0 {
+		return 0, errno
+	}
 	n, err := syscall.Pwrite(h.fd, data, off)
 	if n > 0 {
 		h.n.wrote(off, int64(n))
@@ -87,7 +89,9 @@ func (h *handle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
 
 func (h *handle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if _, ok := in.GetSize(); ok {
-		h.n.dirtying()
+		if errno := h.n.dirtying(ctx); errno != 0 {
+			return errno
+		}
 	}
 	if errno := h.n.killPrivsFlagged(in, h.fd); errno != 0 {
 		return errno
@@ -106,7 +110,9 @@ func (h *handle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, 
 }
 
 func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
-	h.n.dirtying()
+	if errno := h.n.dirtying(ctx); errno != 0 {
+		return errno
+	}
 	if errno := h.lf.Allocate(ctx, off, size, mode); errno != 0 {
 		return errno
 	}
@@ -165,7 +171,9 @@ func (h *passthroughHandle) Write(ctx context.Context, data []byte, off int64) (
 	if errno := h.n.killPrivsBeforeWrite(ctx, h.fd); errno != 0 {
 		return 0, errno
 	}
-	h.n.dirtying()
+	if errno := h.n.dirtying(ctx); errno != 0 {
+		return 0, errno
+	}
 	n, err := unix.Pwrite(h.fd, data, off)
 	if n > 0 {
 		h.n.wrote(off, int64(n))
@@ -176,7 +184,9 @@ func (h *passthroughHandle) Write(ctx context.Context, data []byte, off int64) (
 
 func (h *passthroughHandle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if _, ok := in.GetSize(); ok {
-		h.n.dirtying()
+		if errno := h.n.dirtying(ctx); errno != 0 {
+			return errno
+		}
 	}
 	if errno := h.n.killPrivsFlagged(in, h.fd); errno != 0 {
 		return errno
@@ -191,7 +201,9 @@ func (h *passthroughHandle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out
 }
 
 func (h *passthroughHandle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
-	h.n.dirtying()
+	if errno := h.n.dirtying(ctx); errno != 0 {
+		return errno
+	}
 	if errno := h.LoopbackFile.Allocate(ctx, off, size, mode); errno != 0 {
 		return errno
 	}

@@ -19,7 +19,9 @@ func (n *Node) CopyFileRange(ctx context.Context, fhIn gofs.FileHandle, offIn ui
 	if !ok1 || !ok2 || !ok3 {
 		return 0, syscall.EXDEV
 	}
-	dst.dirtying()
+	if errno := dst.dirtying(ctx); errno != 0 {
+		return 0, errno
+	}
 	oi, oo := int64(offIn), int64(offOut)
 	cnt, err := unix.CopyFileRange(in.liveFd(), &oi, o.liveFd(), &oo, int(size), int(flags))
 	if err != nil {

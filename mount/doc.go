@@ -64,8 +64,10 @@
 // atomic save (write a temp file, rename it over the original) continues
 // the original's history as a small delta. Sync, and so unmount, waits
 // for all of it. A writer that reopens a file (or truncates it) while
-// its previous change is queued waits only until the sink has read that
-// change from the live file (Recorder.WaitRead), not until it is stored:
+// its previous change is queued, or writes again through a handle it
+// kept through an fsync (fs waits at the first change of each session),
+// waits only until the sink has read that change from the live file
+// (Recorder.WaitRead), not until it is stored:
 // a file rewritten in a loop is written while its previous revision is
 // put and committed.
 //

@@ -58,20 +58,15 @@ func TestFsyncedWriterKeepsWritingRevisionsAreWhole(t *testing.T) {
 				t.Fatal(err)
 			}
 			l.stop(t)
-			got := contents(t, store)
-			if len(got) != 1 {
-				t.Fatalf("%d store files, want 1", len(got))
+			revs := onlyFile(t, store)
+			for i, rev := range revs {
+				if len(rev) != size || bytes.Count(rev, rev[:1]) != size {
+					t.Fatalf("revision %d of %d: a mix of versions (%d bytes, %d of them %q)",
+						i, len(revs), len(rev), bytes.Count(rev, rev[:1]), rev[:1])
+				}
 			}
-			for _, revs := range got {
-				for i, rev := range revs {
-					if len(rev) != size || bytes.Count(rev, rev[:1]) != size {
-						t.Fatalf("revision %d of %d: a mix of versions (%d bytes, %d of them %q)",
-							i, len(revs), len(rev), bytes.Count(rev, rev[:1]), rev[:1])
-					}
-				}
-				if last := revs[len(revs)-1]; !bytes.Equal(last, version(n+1)) {
-					t.Fatalf("last revision is version %q, want %q", last[:1], version(n + 1)[:1])
-				}
+			if last := revs[len(revs)-1]; !bytes.Equal(last, version(n+1)) {
+				t.Fatalf("last revision is version %q, want %q", last[:1], version(n + 1)[:1])
 			}
 		})
 	}

@@ -93,19 +93,14 @@ func TestReopenDuringGraceIsNotReadUnderTheWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.stop(t)
-	got := contents(t, store)
-	if len(got) != 1 {
-		t.Fatalf("%d store files, want 1", len(got))
+	revs := onlyFile(t, store)
+	for i, rev := range revs {
+		if !bytes.Equal(rev, a) && !bytes.Equal(rev, b) {
+			t.Fatalf("revision %d: %d bytes, %d of them 'a': a mix of the two versions", i, len(rev), bytes.Count(rev, []byte("a")))
+		}
 	}
-	for _, revs := range got {
-		for i, rev := range revs {
-			if !bytes.Equal(rev, a) && !bytes.Equal(rev, b) {
-				t.Fatalf("revision %d: %d bytes, %d of them 'a': a mix of the two versions", i, len(rev), bytes.Count(rev, []byte("a")))
-			}
-		}
-		if !bytes.Equal(revs[len(revs)-1], b) {
-			t.Fatal("the last revision is not the rewrite")
-		}
+	if !bytes.Equal(revs[len(revs)-1], b) {
+		t.Fatal("the last revision is not the rewrite")
 	}
 }
 
@@ -137,15 +132,10 @@ func TestReopenedTempFileContinuesTheOriginal(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.stop(t)
-	got := contents(t, store)
+	revs := onlyFile(t, store) // the temp file continues f
 	want := append(bytes.Clone(orig), "appended\n"...)
-	if len(got) != 1 {
-		t.Fatalf("%d store files, want 1 (the temp file continues f)", len(got))
-	}
-	for _, revs := range got {
-		if len(revs) != 2 || !bytes.Equal(revs[0], orig) || !bytes.Equal(revs[1], want) {
-			t.Fatalf("%d revisions; want f's content then the saved one", len(revs))
-		}
+	if len(revs) != 2 || !bytes.Equal(revs[0], orig) || !bytes.Equal(revs[1], want) {
+		t.Fatalf("%d revisions; want f's content then the saved one", len(revs))
 	}
 }
 
@@ -164,4 +154,18 @@ func contents(t *testing.T, store string) map[index.FileID][][]byte {
 		}
 	}
 	return out
+}
+
+// onlyFile reads every revision of the one file of the unmounted store,
+// and fails t if the store has another number of files.
+func onlyFile(t *testing.T, store string) [][]byte {
+	t.Helper()
+	got := contents(t, store)
+	if len(got) != 1 {
+		t.Fatalf("%d store files, want 1", len(got))
+	}
+	for _, revs := range got {
+		return revs
+	}
+	return nil
 }
