@@ -27,7 +27,16 @@ type segments struct {
 	cur     uint32 // segment being appended to
 	curSize int64
 	dirty   map[uint32]bool // written since the last sync
+	joined  []byte          // append's buffer for joining a record's parts
 }
+
+// joinMax is the largest record append writes with one pwrite(2),
+// joining its parts (header, payload, checksum) in a buffer first: a
+// small file's record cost three writes, a third of what recording an
+// untar's new files spent outside compression (a profile of 10,000
+// small files: 8 of 60 us per file). A bigger record's parts are
+// written as they are, not copied.
+const joinMax = 256 << 10
 
 func segName(n uint32) string { return fmt.Sprintf("%08d.seg", n) }
 
@@ -94,6 +103,13 @@ func (s *segments) append(parts ...[]byte) (seg uint32, off uint64, err error) {
 		return 0, 0, err
 	}
 	at := s.curSize
+	if len(parts) > 1 && n <= joinMax {
+		s.joined = s.joined[:0]
+		for _, p := range parts {
+			s.joined = append(s.joined, p...)
+		}
+		parts = [][]byte{s.joined}
+	}
 	for _, p := range parts {
 		if _, err := f.WriteAt(p, at); err != nil {
 			return 0, 0, fmt.Errorf("objstore: write segment %d at %d: %w", s.cur, at, err)
