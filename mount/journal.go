@@ -67,6 +67,11 @@ type journal struct {
 	unsynced bool // appended since the last fsync
 	failed   bool // an append failed (logged once); the journal then only shrinks
 	pending  map[fs.FileID]*pendingFile
+	// gathering makes appendLocked collect records in gathered, which
+	// recordedAll writes with one write(2): a window of 256 recorded
+	// files cost a write per clean record.
+	gathering bool
+	gathered  []byte
 }
 
 // openJournal reads the journal at path, rewrites it with its pending
@@ -184,6 +189,7 @@ func (j *journal) rewriteLocked(sync bool) error {
 		_ = j.f.Close()
 	}
 	j.f, j.size, j.unsynced = f, int64(len(b)), false
+	j.gathered = j.gathered[:0] // the rewrite holds what they said
 	return nil
 }
 
@@ -211,7 +217,19 @@ func (j *journal) appendLocked(kind byte, id fs.FileID, payload []byte) {
 	if j.f == nil {
 		return
 	}
-	n, err := j.f.Write(appendRecord(nil, kind, id, payload))
+	if j.gathering {
+		j.gathered = appendRecord(j.gathered, kind, id, payload)
+		return
+	}
+	j.writeLocked(appendRecord(nil, kind, id, payload))
+}
+
+// writeLocked appends records to the journal file.
+func (j *journal) writeLocked(b []byte) {
+	if j.f == nil || len(b) == 0 {
+		return
+	}
+	n, err := j.f.Write(b)
 	j.size += int64(n)
 	j.unsynced = true
 	if err != nil && !j.failed {
@@ -253,6 +271,27 @@ func (j *journal) reported(c *fs.Change) {
 func (j *journal) recorded(c *fs.Change, ok bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.recordedLocked(c, ok)
+}
+
+// recordedAll is recorded of the changes of a window, in order (errs[i]
+// is cs[i]'s; a nil change is skipped), their clean records appended
+// with one write.
+func (j *journal) recordedAll(cs []*fs.Change, errs []error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.gathering = true
+	for i, c := range cs {
+		if c != nil {
+			j.recordedLocked(c, errs[i] == nil)
+		}
+	}
+	j.gathering = false
+	j.writeLocked(j.gathered)
+	j.gathered = j.gathered[:0]
+}
+
+func (j *journal) recordedLocked(c *fs.Change, ok bool) {
 	p := j.pending[c.ID]
 	if p == nil {
 		return

@@ -99,12 +99,13 @@ func (s journalSink) RecordBatch(ctx context.Context, evs []Event, done func([]e
 			n++
 		}
 		run := evs[:n]
+		var cs []*fs.Change
 		s.ls.RecordBatch(ctx, run, func(errs []error) {
-			for i, err := range errs {
-				if run[i].Change != nil {
-					s.j.recorded(run[i].Change, err == nil)
-				}
+			cs = cs[:0]
+			for i := range errs {
+				cs = append(cs, run[i].Change)
 			}
+			s.j.recordedAll(cs, errs)
 			run = run[len(errs):]
 			done(errs)
 		})
