@@ -260,3 +260,53 @@ func TestChmodAfterWritesIsSeen(t *testing.T) {
 		t.Fatalf("mode after chmod 4777 and a write by nobody: plain directory %o, mount %o", modes[0], modes[1])
 	}
 }
+
+// TestCreatedFileBelongsToCaller: a file created through the mount
+// belongs to its creator, as in a plain directory, whether the creator
+// is the server's own user (root: no chown needed) or another (chowned
+// at Create), and the attributes of the create's reply say so.
+func TestCreatedFileBelongsToCaller(t *testing.T) {
+	mnt, plain := killprivMount(t)
+	for _, who := range []string{"root", "nobody"} {
+		var owners [2][2]uint32
+		for i, dir := range []string{plain, mnt} {
+			p := filepath.Join(dir, "by-"+who)
+			create := func() error {
+				fd, err := syscall.Open(p, syscall.O_CREAT|syscall.O_EXCL|syscall.O_WRONLY|syscall.O_CLOEXEC, 0o644)
+				if err != nil {
+					return err
+				}
+				defer syscall.Close(fd)
+				var st syscall.Stat_t
+				if err := syscall.Fstat(fd, &st); err != nil {
+					return err
+				}
+				owners[i] = [2]uint32{st.Uid, st.Gid}
+				return nil
+			}
+			var err error
+			if who == "root" {
+				err = create()
+			} else {
+				err = asNobody(t, create)
+			}
+			if err != nil {
+				t.Fatalf("create as %s in %s: %v", who, dir, err)
+			}
+			var st syscall.Stat_t
+			if err := syscall.Stat(p, &st); err != nil {
+				t.Fatal(err)
+			}
+			if got := [2]uint32{st.Uid, st.Gid}; got != owners[i] {
+				t.Errorf("%s: owner %v after close, %v at create", p, got, owners[i])
+			}
+		}
+		want := uint32(0)
+		if who == "nobody" {
+			want = nobody
+		}
+		if owners[0] != owners[1] || owners[1][0] != want {
+			t.Errorf("created by %s: plain directory's owner %v, mount's %v", who, owners[0], owners[1])
+		}
+	}
+}

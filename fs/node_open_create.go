@@ -132,9 +132,11 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if err != nil {
 		return nil, nil, 0, n.fsys.errno("create", err)
 	}
-	chownToCaller(ctx, fd, mode)
 	id := newFdID(fd) // before the stat: the xattr moves the ctime (see cache.go)
 	st, attr, err := n.fsys.fstatStable(fd)
+	if err == nil && chownToCaller(ctx, fd, mode, &st) {
+		st, attr, err = n.fsys.fstatStable(fd) // the chown moved the ctime too
+	}
 	if err != nil {
 		syscall.Close(fd)
 		return nil, nil, 0, n.fsys.errno("create", err)
@@ -154,22 +156,29 @@ func (n *Node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryO
 	return nil, nil, 0, syscall.EOPNOTSUPP
 }
 
-// chownToCaller gives a new file to the calling user when the server
-// runs as root (as the kernel would for a local file). The chown drops
-// setuid and setgid, so the bits of mode the kernel let through (it
-// strips a setgid the caller may not set) are put back.
-func chownToCaller(ctx context.Context, fd int, mode uint32) {
+// chownToCaller gives a new file, whose attributes are st, to the
+// calling user when the server runs as root (as the kernel would for a
+// local file), and reports whether it changed the file. A file the
+// caller owns already (root untarring as root: every file of it) is left
+// alone: a chown per created file is a syscall and an inode update on
+// the request path. The chown drops setuid and setgid, so the bits of
+// mode the kernel let through (it strips a setgid the caller may not
+// set) are put back.
+func chownToCaller(ctx context.Context, fd int, mode uint32, st *syscall.Stat_t) bool {
 	if os.Getuid() != 0 {
-		return
+		return false
 	}
 	caller, ok := fuse.FromContext(ctx)
-	if !ok || syscall.Fchown(fd, int(caller.Uid), int(caller.Gid)) != nil {
-		return
+	if !ok || st.Uid == caller.Uid && st.Gid == caller.Gid {
+		return false
 	}
-	var st syscall.Stat_t
-	if special := mode & (syscall.S_ISUID | syscall.S_ISGID); special != 0 && syscall.Fstat(fd, &st) == nil {
-		_ = syscall.Fchmod(fd, st.Mode&0o7777|special)
+	if syscall.Fchown(fd, int(caller.Uid), int(caller.Gid)) != nil {
+		return false
 	}
+	if special := mode & (syscall.S_ISUID | syscall.S_ISGID); special != 0 {
+		_ = syscall.Fchmod(fd, st.Mode&0o7777&^(syscall.S_ISUID|syscall.S_ISGID)|special)
+	}
+	return true
 }
 
 func isWritable(flags uint32) bool { return flags&syscall.O_ACCMODE != syscall.O_RDONLY }
