@@ -2,7 +2,6 @@ package mount
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -19,7 +18,7 @@ import (
 // From a path to a store file. A live file's history is two steps away:
 // its live FileID (the xattr fs.XattrID of STORE/live/PATH, which travels
 // with the inode through renames and atomic saves) and the store's map
-// from live ids to store FileIDs (live.ids, see storesink.go). Both are
+// from live ids to store FileIDs (live.ids, see ids_file.go). Both are
 // the mount's facts (objstore knows nothing of paths, fs nothing of the
 // store), so the mapping lives here:
 //
@@ -116,27 +115,6 @@ func readFileID(p string) (fs.FileID, error) {
 		return fs.FileID{}, nil
 	}
 	return id, nil
-}
-
-// parseIDs adds the records of a live.ids file to ids (later records win).
-func parseIDs(b []byte, ids map[fs.FileID]index.FileID) {
-	for ; len(b) >= idRecordLen; b = b[idRecordLen:] {
-		var id fs.FileID
-		copy(id[:], b)
-		ids[id] = index.FileID(binary.BigEndian.Uint64(b[16:]))
-	}
-}
-
-// readIDs reads the live.ids map of the store in dir; a store that never
-// recorded anything has none.
-func readIDs(dir string) (map[fs.FileID]index.FileID, error) {
-	ids := map[fs.FileID]index.FileID{}
-	b, err := os.ReadFile(filepath.Join(dir, idsFile))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	parseIDs(b, ids)
-	return ids, nil
 }
 
 // storeFileOf maps a live FileID to its store file in a mount: it first

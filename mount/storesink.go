@@ -2,13 +2,11 @@ package mount
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,17 +17,6 @@ import (
 	"github.com/deltafs/deltafs/index"
 	"github.com/deltafs/deltafs/objstore"
 )
-
-// idsFile maps live-tree FileIDs to store FileIDs: a log of 24-byte
-// records (16-byte fs.FileID, 8-byte big-endian index.FileID), appended
-// when a file gets its store identity, read whole at mount. A record is
-// durable before the revision that needs it is put (syncIDs): a lost
-// record would make its live file look new and its store file look like
-// a deleted file's, whose unsnapshotted history gc removes. A batch's
-// new files share one fsync.
-const idsFile = "live.ids"
-
-const idRecordLen = 24
 
 // maxRecordBytes caps the files recorded: the store takes a revision as
 // one fulltext in memory, so a larger file (a VM image, a sparse file of
@@ -74,43 +61,13 @@ type idsLog interface {
 
 // openStoreSink loads the id map of the store in dir.
 func openStoreSink(st *objstore.Store, path string, log *slog.Logger) (*storeSink, error) {
-	f, err := openIDs(path)
+	s := &storeSink{st: st, log: log, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}, restoring: map[index.FileID]index.RevID{}}
+	f, err := openIDs(path, s.ids, log)
 	if err != nil {
 		return nil, err
 	}
-	s := &storeSink{st: st, log: log, f: f, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}, restoring: map[index.FileID]index.RevID{}}
-	b, err := io.ReadAll(f)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	parseIDs(b, s.ids)
+	s.f = f
 	return s, nil
-}
-
-// openIDs opens the ids file for appending; when it creates it, it
-// fsyncs the directory, so that the file's records outlive a power cut.
-func openIDs(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
-	if !errors.Is(err, os.ErrNotExist) {
-		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", path, err)
-		}
-		return f, nil
-	}
-	if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err == nil {
-		err = d.Sync()
-		d.Close()
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("create %s: %w", path, err)
-	}
-	return f, nil
 }
 
 // storeID returns the store identity of the live file id, if it has one.
@@ -445,8 +402,7 @@ func (s *storeSink) bind(id fs.FileID, fid index.FileID) error {
 	s.idsMu.Lock()
 	s.ids[id] = fid
 	s.idsMu.Unlock()
-	s.unwritten = append(s.unwritten, id[:]...)
-	s.unwritten = binary.BigEndian.AppendUint64(s.unwritten, uint64(fid))
+	s.unwritten = appendIDRecord(s.unwritten, id, fid)
 	return nil
 }
 

@@ -1,0 +1,197 @@
+package mount
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/index"
+)
+
+// idsFile maps live-tree FileIDs to store FileIDs: a log of records
+// appended when a file gets its store identity, read whole at mount. A
+// record is durable before the revision that needs it is put (syncIDs):
+// a lost record would make its live file look new and its store file
+// look like a deleted file's, whose unsnapshotted history gc removes. A
+// batch's new files share one fsync.
+//
+// Format 2: the 8-byte header idsHeader, then 28-byte records: the
+// 16-byte fs.FileID, the 8-byte big-endian index.FileID and a CRC-32C of
+// those 24 bytes. A record that fails its checksum is an error (a map
+// that answered with a damaged record would give a live file another
+// file's history, and gc would take its own for a deleted file's),
+// unless no good record follows it: the torn tail of an append cut
+// short by a power cut, whose revision was never put. A writable open
+// cuts such a tail off.
+//
+// Format 1, written before format 2, has no header and 24-byte records
+// without a checksum: readers take it as it is, and a writable open
+// rewrites it as format 2 first.
+const idsFile = "live.ids"
+
+var idsHeader = []byte("dfsids\x00\x02")
+
+const (
+	idRecordLen   = 28
+	idRecordLenV1 = 24
+)
+
+var idsCRC = crc32.MakeTable(crc32.Castagnoli)
+
+// errIDs marks a damaged ids file.
+var errIDs = errors.New("damaged " + idsFile)
+
+// appendIDRecord appends the format 2 record mapping id to fid.
+func appendIDRecord(dst []byte, id fs.FileID, fid index.FileID) []byte {
+	start := len(dst)
+	dst = append(dst, id[:]...)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(fid))
+	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], idsCRC))
+}
+
+// idsScan is what parseIDs found.
+type idsScan struct {
+	v1   bool // format 1
+	good int  // bytes from the start up to the end of the last good record (or the header)
+}
+
+// parseIDs adds the records of the ids file's bytes b to ids (later
+// records win). A record that fails its checksum before a good one is an
+// error wrapping errIDs; bad bytes after the last good record (a torn
+// tail) are left out, and scan.good says where they start.
+func parseIDs(b []byte, ids map[fs.FileID]index.FileID) (scan idsScan, err error) {
+	if !bytes.HasPrefix(b, idsHeader) {
+		if len(b) < len(idsHeader) && bytes.HasPrefix(idsHeader, b) {
+			return idsScan{}, nil // a header cut short: an empty file
+		}
+		scan.v1 = true
+		for ; scan.good+idRecordLenV1 <= len(b); scan.good += idRecordLenV1 {
+			r := b[scan.good:]
+			ids[fs.FileID(r[:16])] = index.FileID(binary.BigEndian.Uint64(r[16:]))
+		}
+		return scan, nil
+	}
+	scan.good = len(idsHeader)
+	firstBad := -1
+	for off := scan.good; off+idRecordLen <= len(b); off += idRecordLen {
+		r := b[off : off+idRecordLen]
+		if crc32.Checksum(r[:24], idsCRC) != binary.BigEndian.Uint32(r[24:]) {
+			if firstBad < 0 {
+				firstBad = off
+			}
+			continue
+		}
+		if firstBad >= 0 {
+			return scan, fmt.Errorf("%w: the record at byte %d fails its checksum", errIDs, firstBad)
+		}
+		ids[fs.FileID(r[:16])] = index.FileID(binary.BigEndian.Uint64(r[16:]))
+		scan.good = off + idRecordLen
+	}
+	return scan, nil
+}
+
+// readIDs reads the live.ids map of the store in dir; a store that never
+// recorded anything has none.
+func readIDs(dir string) (map[fs.FileID]index.FileID, error) {
+	ids := map[fs.FileID]index.FileID{}
+	p := filepath.Join(dir, idsFile)
+	b, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if _, err := parseIDs(b, ids); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return ids, nil
+}
+
+// openIDs reads the ids file at path into ids and opens it for
+// appending format 2 records: a new file gets its header, a format 1
+// file is rewritten as format 2 and a torn tail is cut off, each made
+// durable (file and directory) before it returns.
+func openIDs(path string, ids map[fs.FileID]index.FileID, log *slog.Logger) (*os.File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	scan, err := parseIDs(b, ids)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	switch {
+	case scan.v1 || scan.good < len(idsHeader):
+		// New, format 1, or a header cut short: write it whole, then
+		// put it in place.
+		out := append([]byte(nil), idsHeader...)
+		for id, fid := range ids {
+			out = appendIDRecord(out, id, fid)
+		}
+		if err := replaceFile(path, out); err != nil {
+			return nil, err
+		}
+		if scan.v1 && len(b) > 0 {
+			log.Info("ids file rewritten in format 2 (checksummed records)", "file", path, "records", len(ids))
+		}
+	case scan.good < len(b):
+		log.Warn("ids file ends in a torn record; cut off", "file", path, "bytes", len(b)-scan.good)
+		if err := os.Truncate(path, int64(scan.good)); err != nil {
+			return nil, fmt.Errorf("cut the torn tail of %s: %w", path, err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if scan.good < len(b) && !scan.v1 {
+		if err := f.Sync(); err != nil { // the cut, before anything is appended
+			f.Close()
+			return nil, fmt.Errorf("fsync %s: %w", path, err)
+		}
+	}
+	return f, nil
+}
+
+// replaceFile writes b to a temporary file beside path, fsyncs it,
+// renames it over path and fsyncs the directory.
+func replaceFile(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncDir fsyncs the directory dir, so that a name created or renamed
+// in it outlives a power cut.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
