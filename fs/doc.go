@@ -123,6 +123,9 @@
 // the kernel, which keeps its cache right by itself, and what the
 // server changes on its own it reports (cache.go). READDIRPLUS of a
 // live directory sends plain entries for the children the kernel holds.
+// A file's listing of revisions under .history is kept by the kernel
+// too (FOPEN_CACHE_DIR), and dropped by the server when it may be older
+// than the listing an open asks for (history_cache.go).
 //
 // # Errors
 //

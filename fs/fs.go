@@ -72,6 +72,9 @@ type FS struct {
 	// serverReads counts reads served by this process for handles
 	// meant for passthrough: zero when passthrough works.
 	serverReads atomic.Int64
+	// histPasses counts listings of a file's revisions served from their
+	// first entry; the kernel's cache served the others (history_cache.go).
+	histPasses atomic.Int64
 }
 
 // New checks cfg.LiveDir and returns the live tree over it.

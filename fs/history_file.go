@@ -22,9 +22,12 @@ type histFile struct {
 	histNoChange
 	v *histView
 
+	cacheMu sync.Mutex // held by an open from its listing to its reply (history_cache.go)
+
 	mu   sync.Mutex
 	id   FileID          // the live file ents lists
 	ents []fuse.DirEntry // its listing, shared read-only with open handles
+	kc   dirCache        // what the kernel may have cached of it
 }
 
 // maxIncremental: up to this many revisions recorded since the previous
@@ -64,8 +67,8 @@ func (f *histFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.At
 
 // OpendirHandle lists the file's revisions into a handle that declines
 // READDIRPLUS's lookups, so that a plain ls of 10,000 revisions makes no
-// node for any of them. (No FOPEN_CACHE_DIR: go-fuse adds KEEP_CACHE to
-// it, so the kernel would keep listing a stale cache.)
+// node for any of them, and lets the kernel list them from its cache
+// when that holds this listing (history_cache.go).
 func (f *histFile) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	p, _, err := f.live()
 	if err != nil {
@@ -76,11 +79,14 @@ func (f *histFile) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHa
 		return &plainListHandle{}, 0, 0 // never recorded
 	}
 	f.v.fsys.waitReleases(ctx, f.Path(f.v.root))
+	f.cacheMu.Lock()
+	defer f.cacheMu.Unlock()
 	ents, err := f.listing(ctx, id)
 	if err != nil {
 		return nil, 0, snapErrno(f.v.log, "history list", err)
 	}
-	return &revListHandle{ents: ents}, 0, 0
+	h := &revListHandle{f: f, ents: ents}
+	return h, f.openFlags(h), 0
 }
 
 // revListHandle lists a file's revisions from the histFile's shared
@@ -89,6 +95,10 @@ func (f *histFile) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHa
 // go-fuse reads them and never writes to them. It declines READDIRPLUS's
 // lookups as plainListHandle does.
 type revListHandle struct {
+	f       *histFile
+	caching bool   // opened with FOPEN_CACHE_DIR
+	gen     uint64 // the generation of ents (dirCache)
+
 	mu   sync.Mutex
 	ents []fuse.DirEntry
 	i    int
@@ -98,13 +108,24 @@ var (
 	_ = (gofs.FileReaddirenter)((*revListHandle)(nil))
 	_ = (gofs.FileSeekdirer)((*revListHandle)(nil))
 	_ = (gofs.FileLookuper)((*revListHandle)(nil))
+	_ = (gofs.FileReleasedirer)((*revListHandle)(nil))
 )
+
+// Releasedir notes that the kernel has taken every reply of h.
+func (h *revListHandle) Releasedir(ctx context.Context, flags uint32) {
+	h.f.mu.Lock()
+	defer h.f.mu.Unlock()
+	h.f.kc.released(h.caching, h.gen)
+}
 
 func (h *revListHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.i >= len(h.ents) {
 		return nil, 0
+	}
+	if h.i == 0 {
+		h.f.v.fsys.histPasses.Add(1)
 	}
 	h.i++
 	return &h.ents[h.i-1], 0
@@ -146,6 +167,7 @@ func (f *histFile) listing(ctx context.Context, id FileID) ([]fuse.DirEntry, err
 			ents = append(ents, revEntry(revName(r, revWidth(n)), r, rev))
 		}
 		f.ents = ents
+		f.kc.changed()
 		return ents, nil
 	}
 	revs, err := f.v.hist.Revisions(ctx, id)
@@ -153,6 +175,7 @@ func (f *histFile) listing(ctx context.Context, id FileID) ([]fuse.DirEntry, err
 		return nil, err
 	}
 	f.id, f.ents = id, revEntries(revs)
+	f.kc.changed()
 	return f.ents, nil
 }
 

@@ -46,13 +46,13 @@ func (l *live) recorded(t *testing.T, n uint64) {
 }
 
 // start runs a mount in the background and waits until it is ready.
-func start(t *testing.T, store string) *live {
+func start(t testing.TB, store string) *live {
 	t.Helper()
 	return startWith(t, Config{Store: store})
 }
 
 // startWith runs a mount of cfg.Store on a fresh mount point.
-func startWith(t *testing.T, cfg Config) *live {
+func startWith(t testing.TB, cfg Config) *live {
 	t.Helper()
 	testutil.RequireFUSE(t)
 	l := &live{store: cfg.Store, mnt: t.TempDir(), done: make(chan error, 1)}
@@ -81,7 +81,7 @@ func startWith(t *testing.T, cfg Config) *live {
 }
 
 // stop unmounts and checks that Run ended cleanly.
-func (l *live) stop(t *testing.T) {
+func (l *live) stop(t testing.TB) {
 	t.Helper()
 	if l.cancel == nil {
 		return

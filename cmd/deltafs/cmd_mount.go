@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -65,6 +66,9 @@ func runMount(cmd *cobra.Command, cfg mount.Config) error {
 		}
 		defer stopProfile()
 	}
+	if path := os.Getenv(envMemProfile); path != "" {
+		defer writeAllocProfile(cmd.ErrOrStderr(), path)
+	}
 	cfg.Ready = func(m *mount.Mounted) {
 		what := "store"
 		if m.Created {
@@ -80,6 +84,24 @@ func runMount(cmd *cobra.Command, cfg mount.Config) error {
 // (from start to unmount) or repack to: a debugging aid for performance
 // work on a command run by a benchmark, deliberately not a flag.
 const envCPUProfile = "DELTAFS_CPUPROFILE"
+
+// envMemProfile names a file to write an allocation profile of the whole
+// mount to at unmount: every allocation since the start, with the stacks
+// that made it (sampled at runtime.MemProfileRate; GODEBUG=memprofilerate=1
+// records each one). Like envCPUProfile, a debugging aid.
+const envMemProfile = "DELTAFS_MEMPROFILE"
+
+// writeAllocProfile writes the allocation profile to path, reporting a
+// failure on errOut.
+func writeAllocProfile(errOut io.Writer, path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
+	}
+	if err != nil {
+		fmt.Fprintf(errOut, "deltafs: %s: %v\n", envMemProfile, err)
+	}
+}
 
 // startCPUProfile starts a CPU profile into path and returns its stop.
 func startCPUProfile(path string) (func(), error) {
