@@ -15,8 +15,8 @@ import (
 // that have not written since. A handle left open through a dup of its
 // descriptor looks the same until it writes again (a shell's "exec >log",
 // "make >log": its writes may be passthrough, unseen), so the wait is
-// bounded by closingWait after the latest FLUSH, not after the wait's
-// start: a close seen longer ago than that is taken for a dup's, and
+// bounded by closingWait after the wait's start and after the latest
+// FLUSH: a close seen longer ago than that is taken for a dup's, and
 // unlinks, renames and snapshots after it do not wait for it.
 //
 // A snapshot waits the same way, for every file at once (WaitReleases):
@@ -93,11 +93,16 @@ func (f *FS) WaitReleases(ctx context.Context) {
 	waitZero(ctx, &f.closing, &f.closedAt)
 }
 
-// waitZero polls c until it is zero, for at most closingWait after the
-// latest FLUSH counted in c (closedAt, in Unix nanoseconds); it reports
-// whether it had to wait.
+// waitZero polls c until it is zero, for at most closingWait, and not
+// past closingWait after the latest FLUSH counted in c (closedAt, in Unix
+// nanoseconds): a handle closed longer ago than that is taken for one a
+// dup keeps. It reports whether it had to wait. (Bounding it by the
+// latest FLUSH alone would let a writer whose children keep closing their
+// copies of its descriptor, a shell loop running under "exec >log", hold
+// every wait for as long as it runs.)
 func waitZero(ctx context.Context, c *atomic.Int32, closedAt *atomic.Int64) (waited bool) {
-	for c.Load() > 0 && ctx.Err() == nil {
+	deadline := time.Now().Add(closingWait)
+	for c.Load() > 0 && ctx.Err() == nil && time.Now().Before(deadline) {
 		if time.Since(time.Unix(0, closedAt.Load())) >= closingWait {
 			return waited
 		}

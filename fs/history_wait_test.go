@@ -24,6 +24,31 @@ func TestWaitZeroBoundedByLatestClose(t *testing.T) {
 	if waitZero(ctx, &c, &at) {
 		t.Fatal("waited for a close seen longer than closingWait ago")
 	}
+	// A FLUSH every few milliseconds (children of a shell under
+	// "exec >log" exiting) does not hold the wait past closingWait.
+	at.Store(time.Now().UnixNano())
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+				at.Store(time.Now().UnixNano())
+			}
+		}
+	}()
+	done := make(chan bool)
+	go func() { done <- waitZero(ctx, &c, &at) }()
+	select {
+	case waited := <-done:
+		if !waited {
+			t.Fatal("did not wait for fresh closes")
+		}
+	case <-time.After(20 * closingWait):
+		t.Fatal("closes every 2 ms held the wait for 20 times closingWait")
+	}
+	close(stop)
 	at.Store(time.Now().UnixNano())
 	go func() { time.Sleep(5 * time.Millisecond); c.Store(0) }()
 	if !waitZero(ctx, &c, &at) || c.Load() != 0 {
