@@ -150,6 +150,9 @@ func open(store, mnt string, cfg Config) (*running, error) {
 		sink = journalSink{ls: ls, j: m.jnl, rd: &redoer{st: st, ls: ls, j: m.jnl, live: live, log: cfg.Logger}}
 	}
 	m.rec = NewRecorder(sink, cfg.FsyncInterval, cfg.Logger)
+	if m.sink != nil {
+		m.sink.waited = m.rec.Waiting // before the first event: see yields
+	}
 	if cfg.testRecorder != nil {
 		cfg.testRecorder(m.rec)
 	}

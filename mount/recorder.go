@@ -359,6 +359,14 @@ func (r *Recorder) Sync(ctx context.Context) error {
 	return r.waitFor(ctx, target)
 }
 
+// Waiting reports whether anyone waits for the recording (Sync, Wait,
+// WaitRead, Flush).
+func (r *Recorder) Waiting() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.waiters) > 0
+}
+
 // addWaiter registers a waiter for the first target events, with r.mu
 // held, and cuts short the goroutine's lingering (see run).
 func (r *Recorder) addWaiter(target uint64) waiter {

@@ -50,6 +50,9 @@ type storeSink struct {
 	// liveRead counts the bytes read from live files to record them:
 	// what recording costs (tests and benchmarks read it).
 	liveRead atomic.Int64
+	// waited reports whether anyone waits for the recording (the
+	// Recorder's Waiting); nil: nobody says, taken as yes. See yields.
+	waited func() bool
 }
 
 // idsLog is what the sink needs of its ids file (tests watch its calls).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"syscall"
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
@@ -64,10 +65,10 @@ func (s *storeSink) recordWindow(ctx context.Context, evs []Event) []error {
 		return []error{s.Record(ctx, evs[0])}
 	}
 	jobs, errs := s.stageWindow(evs)
-	each(jobs, s.open)
+	each(jobs, nil, s.open)
 	s.newFiles(jobs) // one index transaction for the window's new files
 	s.bindNew(jobs)  // one fsync of the ids file for the window
-	each(jobs, func(j *job) { s.put(ctx, j) })
+	each(jobs, s.background(jobs), func(j *job) { s.put(ctx, j) })
 	for i, j := range jobs {
 		if j != nil {
 			j.durable() // the first leads one group commit for the window
@@ -79,18 +80,31 @@ func (s *storeSink) recordWindow(ctx context.Context, evs []Event) []error {
 }
 
 // each calls fn on every job, on at most recordWorkers goroutines at a
-// time.
-func each(jobs []*job, fn func(*job)) {
+// time. While yield (if not nil) says so, they run at a lower CPU
+// priority (see background): a goroutine that finds it no longer does
+// after a job hands the rest to one at the normal priority.
+func each(jobs []*job, yield func() bool, fn func(*job)) {
 	next := make(chan *job)
 	var wg sync.WaitGroup
+	var work func(low bool)
+	work = func(low bool) {
+		defer wg.Done()
+		if low {
+			lowerPriority()
+		}
+		for j := range next {
+			fn(j)
+			if low && !yield() {
+				wg.Add(1)
+				go work(false)
+				return
+			}
+		}
+	}
+	low := yield != nil && yield()
 	for range min(recordWorkers(), len(jobs)) {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range next {
-				fn(j)
-			}
-		}()
+		go work(low)
 	}
 	for _, j := range jobs {
 		if j != nil {
@@ -108,6 +122,47 @@ func each(jobs []*job, fn func(*job)) {
 // an untar of 10,000 files took 1.6x the loopback's wall time for 1.5x
 // its CPU.
 func recordWorkers() int { return max(1, runtime.GOMAXPROCS(0)-1) }
+
+// Recording a backlog of small new files (an untar, git writing its
+// objects) runs while the file system serves the program making them,
+// on the same cores: the requests, one round trip after another, wait
+// whenever a core is compressing. So a window made only of files read
+// at their release (fs.Change.Data: 64 KiB or less) puts them, while
+// nobody waits for the recording (no fsync, snapshot, history view,
+// writable reopen or unmount), on threads of lower priority (nice
+// backgroundNice): the kernel then runs the requests (and the program)
+// first, and the recording takes the CPU they leave. Once a waiter
+// comes, the rest of the window runs at the normal priority, from the
+// next job on. Measured (M3's untar of 10,000 files into a fresh mount,
+// 3 paired runs each, load 12-15): 8.42 -> 7.40 s median wall
+// (everything on threads of lowered priority) and, with this rule,
+// 7.17 -> 6.44 s; the snapshot right after it waited 0.2-0.7 s longer
+// for what was left to record.
+const backgroundNice = 10
+
+// background returns the yield of the window jobs's puts (see each):
+// nil, the normal priority, unless every job records a small file read
+// at its release; then whether nobody waits for the recording.
+func (s *storeSink) background(jobs []*job) func() bool {
+	if s.waited == nil {
+		return nil
+	}
+	for _, j := range jobs {
+		if j != nil && j.c.Data == nil {
+			return nil
+		}
+	}
+	return func() bool { return !s.waited() }
+}
+
+// lowerPriority gives the calling goroutine a thread of its own at
+// backgroundNice (Linux sets the nice value of one thread), for as long
+// as it runs: the thread ends with it, as it never unlocks it (raising
+// the priority back needs a privilege).
+func lowerPriority() {
+	runtime.LockOSThread()
+	_ = syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), backgroundNice)
+}
 
 // stageWindow stages the longest run of batchable changes from the start
 // of evs whose files are distinct (by live identity and by store file),

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -311,4 +313,97 @@ func sourceText(seed uint64) []byte {
 		b = append(b, " \n"[r.IntN(2)])
 	}
 	return b[:n]
+}
+
+// threadNice returns the nice value of the calling thread.
+func threadNice(t *testing.T) int {
+	t.Helper()
+	// The raw getpriority(2) returns 20 - nice, which syscall passes on.
+	p, err := syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 20 - p
+}
+
+// TestLowPriorityWindows: a window's jobs run at backgroundNice while
+// their yield says so, those after it stops saying so at the normal
+// priority, and the threads they ran on do not carry the lower priority
+// to anything else (later jobs, the caller).
+func TestLowPriorityWindows(t *testing.T) {
+	base := threadNice(t)
+	low := min(base+backgroundNice, 19)
+	jobs := make([]*job, 64)
+	for i := range jobs {
+		jobs[i] = &job{}
+	}
+	var mu sync.Mutex
+	var seen []int // nice value of each job, in the order they ran
+	note := func(*job) {
+		n := threadNice(t)
+		mu.Lock()
+		seen = append(seen, n)
+		mu.Unlock()
+	}
+	count := func(n int) (c int) {
+		for _, v := range seen {
+			if v == n {
+				c++
+			}
+		}
+		return c
+	}
+	always := func() bool { return true }
+	for range 20 {
+		each(jobs, always, note)
+	}
+	if count(low) != 20*len(jobs) {
+		t.Fatalf("low-priority jobs ran at nice values %v, want all at %d", seen, low)
+	}
+	seen = nil
+	for range 20 {
+		each(jobs, nil, note)
+	}
+	if count(base) != 20*len(jobs) {
+		t.Fatalf("jobs after the low-priority windows ran at nice values %v, want all at %d", seen, base)
+	}
+	// A waiter comes after the tenth job has started: at most one job
+	// per worker runs at the lower priority after that.
+	seen = nil
+	var started int
+	waiterAfter := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		started++
+		return started <= 10
+	}
+	each(jobs, waiterAfter, note)
+	if n := count(low); n == 0 || n > 10+recordWorkers() || count(base) != len(jobs)-n {
+		t.Fatalf("a waiter after 10 jobs: %d jobs at nice %d, %d at %d (of %d); want 1 to %d at the lower priority, the rest at the normal", n, low, count(base), base, len(jobs), 10+recordWorkers())
+	}
+	if n := threadNice(t); n != base {
+		t.Fatalf("caller's thread at nice %d after the windows, was %d", n, base)
+	}
+}
+
+// TestBackground: only a window of small new files read at their
+// release is put at the lower priority, and only while nobody waits.
+func TestBackground(t *testing.T) {
+	small := &job{c: &fs.Change{Data: []byte("x")}}
+	reopened := &job{c: &fs.Change{}}
+	waits := false
+	s := &storeSink{waited: func() bool { return waits }}
+	yield := s.background([]*job{small, nil, small})
+	if yield == nil || !yield() {
+		t.Fatal("a window of small new files, nobody waiting: not put at the lower priority")
+	}
+	if waits = true; yield() {
+		t.Fatal("a window of small new files still yields once someone waits")
+	}
+	if s.background([]*job{small, reopened}) != nil {
+		t.Fatal("a window with a file reopened for its put yields")
+	}
+	if (&storeSink{}).background([]*job{small}) != nil {
+		t.Fatal("a sink whose Recorder does not say who waits yields")
+	}
 }
