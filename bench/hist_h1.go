@@ -113,6 +113,7 @@ func (e *Env) h1Measure(t *target, name string, args ...string) (h1Latency, erro
 		return h1Latency{}, fmt.Errorf("reset the mount's peak RSS: %w", err)
 	}
 	rss0 := procKB(pid, "VmRSS:")
+	anon0, file0 := procKB(pid, "RssAnon:"), procKB(pid, "RssFile:")
 	c0 := t.serverCPU()
 	walls := make([]int64, 0, h1Samples)
 	for range h1Samples {
@@ -126,7 +127,9 @@ func (e *Env) h1Measure(t *target, name string, args ...string) (h1Latency, erro
 	l.p50, l.p99, _ = percentiles(walls)
 	l.serverCPU = (t.serverCPU() - c0) / h1Samples
 	l.rssGrowth = procKB(pid, "VmHWM:") - rss0
-	e.Logf("H1: %s: first %s, p50 %s, p99 %s, mount CPU %s per call, mount RSS growth %s", name, ms(l.first), ms(l.p50), ms(l.p99), ms(l.serverCPU), mibs(l.rssGrowth))
+	e.Logf("H1: %s: first %s, p50 %s, p99 %s, mount CPU %s per call, mount RSS growth %s (after the runs: anonymous %+.1f MiB, mapped files %+.1f MiB)",
+		name, ms(l.first), ms(l.p50), ms(l.p99), ms(l.serverCPU), mibs(l.rssGrowth),
+		float64(procKB(pid, "RssAnon:")-anon0)/(1<<20), float64(procKB(pid, "RssFile:")-file0)/(1<<20))
 	return l, nil
 }
 

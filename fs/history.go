@@ -90,7 +90,8 @@ func revName(r Revision, width int) string { return string(appendRevName(nil, r,
 
 // appendRevName appends r's name to b.
 func appendRevName(b []byte, r Revision, width int) []byte {
-	num := strconv.FormatUint(uint64(r.ID.Rev)+1, 10)
+	var digits [20]byte
+	num := strconv.AppendUint(digits[:0], uint64(r.ID.Rev)+1, 10)
 	for i := len(num); i < width; i++ {
 		b = append(b, '0')
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -92,8 +93,11 @@ const envCPUProfile = "DELTAFS_CPUPROFILE"
 const envMemProfile = "DELTAFS_MEMPROFILE"
 
 // writeAllocProfile writes the allocation profile to path, reporting a
-// failure on errOut.
+// failure on errOut. The profile is as of the last collection, so it
+// collects first: a mount that served a few listings may not have
+// collected since its start.
 func writeAllocProfile(errOut io.Writer, path string) {
+	runtime.GC()
 	f, err := os.Create(path)
 	if err == nil {
 		err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
