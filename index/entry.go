@@ -50,13 +50,18 @@ func (k BaseKind) IsSnapshot() bool { return k == KindFull || k == KindIntermedi
 // Flags describe how a revision's record payload is encoded.
 type Flags uint16
 
-// Flag bits. The delta codec is stored in the low byte's upper bits.
+// Flag bits. The low byte is the record's flags (objstore's record.go);
+// the bits above it live in the index only.
 const (
 	FlagZstd  Flags = 1 << 0 // payload is zstd-compressed
 	FlagDelta Flags = 1 << 1 // payload is a delta against Base
 	// FlagChunked: the payload is a fulltext in independently encoded
 	// chunks (objstore's chunked.go; store format 2).
 	FlagChunked Flags = 1 << 2
+	// FlagLateTable, with FlagChunked: the chunked record was streamed,
+	// its chunk table written after its chunks, and its checksum sums
+	// them in that order (objstore's record.go; store format 3).
+	FlagLateTable Flags = 1 << 3
 
 	// FlagHashDeferred lives in the index only, never in a record: the
 	// revision was stored from a delta alone (objstore's delta-only put)

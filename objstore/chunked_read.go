@@ -51,13 +51,21 @@ func (s *Store) readChunked(want index.RevID, e *index.Entry) ([]byte, error) {
 	if err != nil {
 		return nil, corrupt(want, e, err)
 	}
+	// The checksum sums header and table first, or, in a record whose
+	// table was written last, after the chunks (record.go).
 	sum := xxhash.New()
-	sum.Write(head[:recHeaderLen])
-	sum.Write(table)
+	if !h.lateTable() {
+		sum.Write(head[:recHeaderLen])
+		sum.Write(table)
+	}
 	text := s.getBuf(e.Size)[:e.Size]
 	if err := s.readSpans(want, e, spans, sum, text); err != nil {
 		s.putBuf(text)
 		return nil, err
+	}
+	if h.lateTable() {
+		sum.Write(head[:recHeaderLen])
+		sum.Write(table)
 	}
 	trailer, err := s.readPart(want, e, recHeaderLen+payloadLen, recTrailerLen)
 	if err == nil && binary.BigEndian.Uint64(trailer) != sum.Sum64() {

@@ -222,7 +222,7 @@ func TestFormat1StoreOpens(t *testing.T) {
 	if got, err := s.Get(ctx, eb.ID()); err != nil || !bytes.Equal(got, big) {
 		t.Fatalf("chunked revision after reopen: %v", err)
 	}
-	if _, err := parseFormat(dir, []byte(formatMagic+"\nformat 0\n")); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "1 to 2") {
+	if _, err := parseFormat(dir, []byte(formatMagic+"\nformat 0\n")); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "1 to 3") {
 		t.Fatalf("format 0: %v", err)
 	}
 }

@@ -11,18 +11,23 @@ import (
 
 // FormatVersion is the on-disk format this package writes; it reads every
 // version from oldestFormat on. Version 2 added chunked fulltexts
-// (record flag recFlagChunked, chunked.go). A version 1 store opens as it
-// is and stays version 1, readable by older builds, until its first
-// chunked record: then FORMAT and the index's version become 2
-// (Store.needFormat), so that an older build refuses the store with
-// ErrFormat instead of failing on a record it cannot decode.
+// (record flag recFlagChunked, chunked.go), version 3 streamed ones
+// whose chunk table comes last in their checksum (recFlagLateTable,
+// record.go). A store opens as it is and keeps its version, readable by
+// older builds, until its first record that needs a newer one: then
+// FORMAT and the index's version are raised to it (Store.needFormat),
+// so that an older build refuses the store with ErrFormat instead of
+// failing on a record it cannot decode.
 const (
-	FormatVersion = 2
+	FormatVersion = 3
 	oldestFormat  = 1
 )
 
-// formatChunked is the version that introduced chunked fulltexts.
-const formatChunked = 2
+// The versions that introduced chunked fulltexts and late tables.
+const (
+	formatChunked   = 2
+	formatLateTable = 3
+)
 
 const formatMagic = "deltafs-store"
 

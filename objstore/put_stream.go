@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/deltafs/deltafs/index"
 )
 
@@ -101,8 +100,8 @@ func (s *Store) prepareStream(ctx context.Context, req *PutRequest, src io.Reade
 	end, err := s.writeStream(ctx, &e, src, f, start)
 	if err == nil {
 		// Raised only now: a stream that falls back stores no chunked
-		// record, and a format-1 binary may still open the store.
-		err = s.needFormat(formatChunked)
+		// record, and an older binary may still open the store.
+		err = s.needFormat(formatLateTable)
 	}
 	if err != nil {
 		if cut := s.segs.abortAppend(f, start); cut != nil {
@@ -142,18 +141,16 @@ func (s *Store) writeStream(ctx context.Context, e *index.Entry, src io.ReaderAt
 	if out.n > maxPayload {
 		return 0, errStreamFallback
 	}
-	head := recordHead(recHeader{Flags: recFlagChunked, ID: e.ID(), TextLen: e.Size}, int(out.n))
-	d := xxhash.New()
-	d.Write(head)
-	d.Write(out.table)
-	at := start + recHeaderLen + int64(len(out.table))
+	const flags = recFlagChunked | recFlagLateTable
+	head := recordHead(recHeader{Flags: flags, ID: e.ID(), TextLen: e.Size}, int(out.n))
 	end := start + recHeaderLen + out.n
-	if err := sumBack(d, f, at, end-at); err != nil {
-		return 0, err
-	}
 	if _, err := f.WriteAt(append(head, out.table...), start); err != nil {
 		return 0, fmt.Errorf("write record head: %w", err)
 	}
+	// The chunks are summed already; the header and table come last.
+	d := out.sum
+	d.Write(head)
+	d.Write(out.table)
 	trailer := binary.BigEndian.AppendUint64(nil, d.Sum64())
 	if _, err := f.WriteAt(trailer, end); err != nil {
 		return 0, fmt.Errorf("write record trailer: %w", err)
@@ -161,7 +158,7 @@ func (s *Store) writeStream(ctx context.Context, e *index.Entry, src io.ReaderAt
 	end += recTrailerLen
 	e.Stored = uint32(end - start)
 	e.ChainBytes = uint64(e.Stored)
-	e.Flags = index.FlagChunked
+	e.Flags = flags
 	if out.fast > 0 {
 		e.Flags |= index.FlagFastZstd
 	}

@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -130,7 +132,7 @@ func TestPutFromRawChunksRecompressedByRepack(t *testing.T) {
 	s, dir := openNew(t, Config{encoders: -1})
 	data := bigMixed(12, bigFull+chunkSize+99)
 	e := putFrom(t, s, "big", srcFile(t, data), int64(len(data)), PutRequest{})
-	if e.Flags != index.FlagChunked|index.FlagFastZstd || uint64(e.Stored) <= e.Size {
+	if e.Flags != index.FlagChunked|index.FlagLateTable|index.FlagFastZstd || uint64(e.Stored) <= e.Size {
 		t.Fatalf("all raw: flags %v, %d of %d bytes", e.Flags, e.Stored, e.Size)
 	}
 	if !bytes.Equal(mustGet(t, s, e.ID()), data) {
@@ -246,24 +248,12 @@ func TestPutFromCancelled(t *testing.T) {
 }
 
 // TestPutFromRaisesFormat1: on a store a format 1 build left, a small
-// PutFrom keeps format 1 and a streamed one raises it to 2 before its
-// record is written; both read back after a reopen.
+// PutFrom keeps format 1 and a streamed one raises it to 3 (its record
+// has a late table) before its record is written; both read back after
+// a reopen.
 func TestPutFromRaisesFormat1(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Config{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.idx.SetFormat(1); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	if err := writeFormat(dir, 1); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = Open(dir, Config{}); err != nil {
-		t.Fatalf("format 1 store: %v", err)
-	}
+	s := openAtFormat(t, dir, 1)
 	small := genText(rand.New(rand.NewPCG(3, 3)), 100000)
 	es := putFrom(t, s, "small", srcFile(t, small), int64(len(small)), PutRequest{})
 	if v, err := readFormat(dir); err != nil || v != 1 {
@@ -277,19 +267,127 @@ func TestPutFromRaisesFormat1(t *testing.T) {
 	}
 	big := bigMixed(15, bigFull+1)
 	eb := putFrom(t, s, "big", srcFile(t, big), int64(len(big)), PutRequest{})
-	if v, err := readFormat(dir); err != nil || v != 2 || eb.Flags&index.FlagChunked == 0 {
-		t.Fatalf("after a streamed put (flags %v): format %d (%v), want 2", eb.Flags, v, err)
+	if v, err := readFormat(dir); err != nil || v != 3 || eb.Flags&index.FlagLateTable == 0 {
+		t.Fatalf("after a streamed put (flags %v): format %d (%v), want 3", eb.Flags, v, err)
 	}
-	if iv, _, _ := s.idx.Format(); iv != 2 {
-		t.Fatalf("index format %d after a streamed put, want 2", iv)
+	if iv, _, _ := s.idx.Format(); iv != 3 {
+		t.Fatalf("index format %d after a streamed put, want 3", iv)
 	}
 	s.Close()
-	if s, err = Open(dir, Config{ReadOnly: true}); err != nil {
+	s, err := Open(dir, Config{ReadOnly: true})
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	if !bytes.Equal(mustGet(t, s, es.ID()), small) || !bytes.Equal(mustGet(t, s, eb.ID()), big) {
 		t.Fatal("revisions read back different bytes after a reopen")
+	}
+	verifyClean(t, s)
+}
+
+// openAtFormat creates a store in dir as a build of format v left it
+// (FORMAT and the index's version) and opens it.
+func openAtFormat(t *testing.T, dir string, v int) *Store {
+	t.Helper()
+	s, err := Open(dir, Config{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.idx.SetFormat(uint64(v)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := writeFormat(dir, v); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(dir, Config{}); err != nil {
+		t.Fatalf("format %d store: %v", v, err)
+	}
+	return s
+}
+
+// TestPutFromRaisesFormat2: a format 2 store's chunked records (table
+// first in their checksum, as format 2 builds streamed them and as a
+// put of a whole big text still writes them) read beside a streamed
+// one, which raises the store to 3; a format 2 build would refuse it.
+func TestPutFromRaisesFormat2(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openAtFormat(t, dir, 2)
+	old := bigMixed(16, bigFull+7)
+	eo := mustPut(t, s, PutRequest{File: mustNewFile(t, s, "old"), Data: bytes.Clone(old)})
+	if eo.Flags&index.FlagChunked == 0 || eo.Flags&index.FlagLateTable != 0 {
+		t.Fatalf("whole-text put: flags %v, want chunked with its table first", eo.Flags)
+	}
+	if v, err := readFormat(dir); err != nil || v != 2 {
+		t.Fatalf("after a table-first chunked put: format %d (%v), want 2", v, err)
+	}
+	big := bigMixed(17, bigFull+chunkSize+1)
+	eb := putFrom(t, s, "big", srcFile(t, big), int64(len(big)), PutRequest{})
+	if v, err := readFormat(dir); err != nil || v != 3 || eb.Flags&index.FlagLateTable == 0 {
+		t.Fatalf("after a streamed put (flags %v): format %d (%v), want 3", eb.Flags, v, err)
+	}
+	s.Close()
+	s, err := Open(dir, Config{CacheBytes: 1, LatestBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for id, want := range map[index.RevID][]byte{eo.ID(): old, eb.ID(): big} {
+		if got, err := s.Get(ctx, id); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%v after a reopen: %v", id, err)
+		}
+	}
+	verifyClean(t, s)
+	if _, err := parseFormat(dir, []byte(formatMagic+"\nformat 4\n")); !errors.Is(err, ErrFormat) {
+		t.Fatalf("format 4: %v", err)
+	}
+}
+
+// TestPutFromCorrupt: a flipped byte anywhere in a streamed record (its
+// header, its table, its first, a middle and its last chunk, the
+// checksum) fails the read with ErrCorrupt naming the file and
+// revision, and Verify reports that revision; the record is checked
+// whole though its table comes last in the checksum.
+func TestPutFromCorrupt(t *testing.T) {
+	ctx := context.Background()
+	s, dir := openNew(t, Config{})
+	data := bigMixed(18, bigFull+2*chunkSize+77)
+	e := putFrom(t, s, "big", srcFile(t, data), int64(len(data)), PutRequest{})
+	if e.Flags&index.FlagLateTable == 0 {
+		t.Fatalf("streamed: flags %v, want a late table", e.Flags)
+	}
+	s.Close()
+	seg := filepath.Join(dir, "segments", segName(e.Seg))
+	table := uint64(recHeaderLen + chunkHeaderLen + chunkEntryLen*((e.Size+chunkSize-1)/chunkSize))
+	name := fmt.Sprintf("revision %d of file %d", e.Rev, e.File)
+	for _, at := range []uint64{5, 20, recHeaderLen + 6, table - 2, table + 1, uint64(e.Stored) / 2,
+		uint64(e.Stored) - recTrailerLen - 1, uint64(e.Stored) - 3} {
+		flipByte(t, seg, int64(e.Off+at), 0x10)
+		s, err := Open(dir, Config{CacheBytes: 1, LatestBytes: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Get(ctx, e.ID()); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), name) {
+			t.Errorf("byte %d of the record flipped: %v, want ErrCorrupt naming %s", at, err, name)
+		}
+		var reported []index.RevID
+		if _, err := s.Verify(ctx, func(p Problem) { reported = append(reported, p.Rev) }); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(reported, e.ID()) {
+			t.Errorf("byte %d of the record flipped: verify reported %v, not %v", at, reported, e.ID())
+		}
+		s.Close()
+		flipByte(t, seg, int64(e.Off+at), 0x10)
+	}
+	s, err := Open(dir, Config{CacheBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := mustGet(t, s, e.ID()); !bytes.Equal(got, data) {
+		t.Fatal("restored record reads back different bytes")
 	}
 	verifyClean(t, s)
 }

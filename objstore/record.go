@@ -15,7 +15,9 @@ import (
 //	0    4     magic "dfsR"
 //	4    1     record version (1)
 //	5    1     flags: bit0 payload zstd-compressed, bit1 payload is a delta,
-//	                 bit2 payload is a chunked fulltext (chunked.go; format 2)
+//	                 bit2 payload is a chunked fulltext (chunked.go; format 2),
+//	                 bit3 with bit2: the chunk table was written last
+//	                 (format 3; see below)
 //	6    2     reserved, zero
 //	8    8     file id       } the revision the record belongs to, so that
 //	16   4     revision      } index/segment agreement can be checked
@@ -25,6 +27,14 @@ import (
 //	32+n 8     xxhash64 of bytes [0, 32+n)
 //
 // A record is never rewritten; a torn tail fails its checksum.
+//
+// A chunked record with recFlagLateTable (a streamed one,
+// chunked_stream.go) sums the same bytes in another order: its chunks
+// (the payload past its table) first, then the header, then the table,
+// so that its writer sums the chunks as it appends them and the header
+// and table, known only at the end, last; it never reads the record
+// back. Every byte is still covered: a flipped byte anywhere fails the
+// checksum.
 const (
 	recMagic      = "dfsR"
 	recVersion    = 1
@@ -35,7 +45,9 @@ const (
 	recFlagZstd    = 1 << 0
 	recFlagDelta   = 1 << 1
 	recFlagChunked = 1 << 2
-	recFlagsAll    = recFlagZstd | recFlagDelta | recFlagChunked
+	// recFlagLateTable: only with recFlagChunked (format 3).
+	recFlagLateTable = 1 << 3
+	recFlagsAll      = recFlagZstd | recFlagDelta | recFlagChunked | recFlagLateTable
 
 	// maxPayload bounds what a header may claim, so a corrupt length cannot
 	// make a reader allocate without limit.
@@ -59,6 +71,9 @@ func (h *recHeader) delta() bool { return h.Flags&recFlagDelta != 0 }
 // delta as a whole (parseHeader refuses those combinations).
 func (h *recHeader) chunked() bool { return h.Flags&recFlagChunked != 0 }
 
+// lateTable: a chunked record summed chunks first (see above).
+func (h *recHeader) lateTable() bool { return h.Flags&recFlagLateTable != 0 }
+
 // appendRecord appends the full record for h and payload to dst.
 func appendRecord(dst []byte, h recHeader, payload []byte) []byte {
 	head, tail := recordParts(h, payload)
@@ -70,6 +85,15 @@ func appendRecord(dst []byte, h recHeader, payload []byte) []byte {
 // big fulltext's payload is hundreds of MiB).
 func recordParts(h recHeader, payload []byte) (head, tail []byte) {
 	head = recordHead(h, len(payload))
+	if h.lateTable() {
+		// A payload whose table does not fit is summed whole after the
+		// header; decodeRecord refuses it anyway.
+		tl, err := chunkTableLen(payload, uint64(len(payload)))
+		if err != nil {
+			tl = 0
+		}
+		return head, recordSum(payload[tl:], head, payload[:tl])
+	}
 	return head, recordSum(head, payload)
 }
 
@@ -108,7 +132,8 @@ func parseHeader(b []byte) (recHeader, error) {
 		return h, fmt.Errorf("%w: version %d", errRecord, b[4])
 	}
 	h.Flags = b[5]
-	if h.Flags&^recFlagsAll != 0 || h.chunked() && h.Flags != recFlagChunked || b[6] != 0 || b[7] != 0 {
+	if h.Flags&^recFlagsAll != 0 || h.chunked() && h.Flags&^recFlagLateTable != recFlagChunked ||
+		h.lateTable() && !h.chunked() || b[6] != 0 || b[7] != 0 {
 		return h, fmt.Errorf("%w: flags %#x %#x%02x", errRecord, h.Flags, b[6], b[7])
 	}
 	h.ID.File = index.FileID(binary.BigEndian.Uint64(b[8:]))
@@ -133,7 +158,17 @@ func decodeRecord(b []byte) (recHeader, []byte, error) {
 		return h, nil, fmt.Errorf("%w: %d bytes, header says %d", errRecord, len(b), n)
 	}
 	body := b[:n-recTrailerLen]
-	if sum := binary.BigEndian.Uint64(b[n-recTrailerLen:]); sum != xxhash.Sum64(body) {
+	var want uint64
+	if p := body[recHeaderLen:]; h.lateTable() {
+		tl, err := chunkTableLen(p, uint64(len(p)))
+		if err != nil {
+			return h, nil, fmt.Errorf("%w: %w", errRecord, err)
+		}
+		want = binary.BigEndian.Uint64(recordSum(p[tl:], body[:recHeaderLen], p[:tl]))
+	} else {
+		want = xxhash.Sum64(body)
+	}
+	if sum := binary.BigEndian.Uint64(b[n-recTrailerLen:]); sum != want {
 		return h, nil, fmt.Errorf("%w: checksum mismatch", errRecord)
 	}
 	return h, body[recHeaderLen:], nil
