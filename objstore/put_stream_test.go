@@ -73,8 +73,8 @@ func segmentsSize(t testing.TB, dir string) int64 {
 }
 
 // TestPutFromStreams: a big new file's first revision is streamed into a
-// chunked record (its random stretch raw, the text S2) while other files
-// are put; it reads back, hashes as a put of the text would, survives a
+// chunked record (its random stretch raw, the text S2 where an encoder
+// got to it) while other files are put; it reads back, hashes as a put of the text would, survives a
 // reopen and verifies.
 func TestPutFromStreams(t *testing.T) {
 	ctx := context.Background()
@@ -94,7 +94,10 @@ func TestPutFromStreams(t *testing.T) {
 	}
 	e := putFrom(t, s, "big", srcFile(t, data), int64(len(data)), PutRequest{})
 	wg.Wait()
-	if e.Kind != index.KindFull || e.Flags&index.FlagChunked == 0 || e.Size != uint64(len(data)) || uint64(e.Stored) >= e.Size {
+	// Chunks the encoders did not get to in time (a loaded machine) are
+	// raw, and the revision is then marked for a repack to compress.
+	if e.Kind != index.KindFull || e.Flags&index.FlagChunked == 0 || e.Size != uint64(len(data)) ||
+		uint64(e.Stored) >= e.Size && e.Flags&index.FlagFastZstd == 0 {
 		t.Fatalf("streamed: kind %v flags %v, %d of %d bytes", e.Kind, e.Flags, e.Stored, e.Size)
 	}
 	if e.Hash != s.cfg.hash(data) {
