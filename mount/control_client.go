@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -40,13 +41,16 @@ func Connect(ctx context.Context, path string, readOnly bool, log *slog.Logger) 
 
 // StoreOf returns the store directory path names: path itself if it
 // holds a store, else the store of the deltafs mount that contains path
-// (the mount's source in /proc/self/mountinfo).
+// (the mount's source in /proc/self/mountinfo). A path that does not
+// exist is no store either: both fail matching ErrNoStore.
 func StoreOf(path string) (string, error) {
 	abs, err := filepath.Abs(path)
-	if err == nil {
-		abs, err = filepath.EvalSymlinks(abs)
-	}
 	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if abs, err = filepath.EvalSymlinks(abs); errors.Is(err, fs.ErrNotExist) {
+		return "", missing(path)
+	} else if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	if exists(filepath.Join(abs, "FORMAT")) {

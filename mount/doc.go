@@ -11,8 +11,10 @@
 // (mount(2) directly when root, fusermount3 otherwise; AllowOther adds
 // default_permissions so that the kernel checks permissions; ReadOnly
 // mounts "ro") -> Ready -> wait for the context (SIGINT/SIGTERM in the
-// CLI) or an outside unmount -> unmount, lazily detaching a busy mount ->
-// wait for the server to stop, so that every close has been reported ->
+// CLI) or an outside unmount -> unmount, lazily detaching a busy mount
+// (Config.Busy first hears which processes hold it, holders.go; closing
+// Config.GiveUp ends the wait) -> wait for the server to stop, so that
+// every close has been reported ->
 // record everything pending -> close the live tree and the store, which
 // releases the lock; the whole shutdown has a deadline. It stays in the
 // foreground.

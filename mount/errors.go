@@ -13,6 +13,9 @@ var (
 	// ErrNoFUSE: /dev/fuse is missing or cannot be opened, or (not root)
 	// fusermount3 is missing.
 	ErrNoFUSE = errors.New("FUSE is not available")
+	// ErrBusy: a process has a file or directory open in the mount, so
+	// that it cannot be unmounted (deltafs umount).
+	ErrBusy = errors.New("mount is busy")
 	// ErrShutdown: the shutdown did not finish within its deadline.
 	ErrShutdown = errors.New("shutdown deadline exceeded")
 )

@@ -3,6 +3,7 @@ package mount
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -21,11 +22,14 @@ func Locate(path string) (store, rel string, err error) {
 	if err != nil {
 		return "", "", fmt.Errorf("%s: %w", path, err)
 	}
+	// A missing directory is taken as written: inside a mount, the
+	// mount answers that the file has no history.
 	dir, base := filepath.Split(abs)
-	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+	if dir, err = filepath.EvalSymlinks(dir); err == nil {
+		abs = filepath.Join(dir, base)
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", "", fmt.Errorf("%s: %w", path, err)
 	}
-	abs = filepath.Join(dir, base)
 	if mnt, src := containingMount(abs); mnt != "" {
 		if !filepath.IsAbs(src) || !exists(filepath.Join(src, "FORMAT")) {
 			return "", "", fmt.Errorf("%s: the deltafs mount on %s does not name its store", abs, mnt)
@@ -39,8 +43,19 @@ func Locate(path string) (store, rel string, err error) {
 			return filepath.Dir(d), filepath.ToSlash(rel), err
 		}
 	}
-	if _, err := os.Lstat(abs); err != nil {
+	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
+		return "", "", missing(path)
+	} else if err != nil {
 		return "", "", fmt.Errorf("%s: %w", path, err)
 	}
 	return "", "", fmt.Errorf("%s: %w (give the store with --store)", abs, ErrNoStore)
+}
+
+// missing is the error of a path that does not exist where a store, or
+// a path in a store or mount, was expected.
+func missing(path string) error {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return fmt.Errorf("%s: %w: no such file or directory", path, ErrNoStore)
 }

@@ -47,6 +47,12 @@ type Config struct {
 	// oldest automatic snapshots beyond this many (0: keep all).
 	SnapshotEvery time.Duration
 	KeepSnapshots int
+	// Busy is called when the shutdown finds the mount busy (a process
+	// has a file or directory open in it), before it waits for the mount
+	// to be let go of. Closing GiveUp ends that wait early: the changes
+	// not recorded then are left to the next mount.
+	Busy   func(b BusyMount)
+	GiveUp <-chan struct{}
 
 	testRecorder func(*Recorder) // tests: sees the Recorder
 }
@@ -89,7 +95,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready(&Mounted{Store: store, MountPoint: mnt, Created: created})
 	}
-	return m.serve(ctx, cfg.ShutdownTimeout)
+	return m.serve(ctx, cfg)
 }
 
 func withDefaults(cfg Config) Config {
@@ -212,42 +218,79 @@ func (m *running) mount(mnt string, cfg Config) error {
 }
 
 // serve waits for ctx or an outside unmount, then shuts down.
-func (m *running) serve(ctx context.Context, timeout time.Duration) error {
+func (m *running) serve(ctx context.Context, cfg Config) error {
 	unmounted := make(chan struct{})
 	go func() { m.server.Wait(); close(unmounted) }()
 	select {
 	case <-ctx.Done():
 	case <-unmounted:
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	err := m.unmount(sctx, unmounted)
+	err := m.unmount(sctx, unmounted, cfg)
 	if err == nil {
 		// The server has stopped: releases the unmount cut off never come.
 		m.fsys.ReleaseOrphans()
 	}
-	return errors.Join(err, m.close(sctx))
+	cerr := m.close(sctx)
+	if sctx.Err() != nil && errors.Is(err, ErrShutdown) {
+		// The deadline passed waiting for the mount: that the recording
+		// then had no time left says nothing more.
+		cerr = withoutDeadline(cerr)
+	}
+	return errors.Join(err, cerr)
 }
 
 // unmount unmounts (lazily if the mount is busy) and waits until the
 // server stopped, so that every release has been reported.
-func (m *running) unmount(ctx context.Context, unmounted <-chan struct{}) error {
+func (m *running) unmount(ctx context.Context, unmounted <-chan struct{}, cfg Config) error {
 	select {
 	case <-unmounted:
 		return nil
 	default:
 	}
 	if err := m.server.Unmount(); err != nil {
+		busy := BusyMount{MountPoint: m.mnt, Holders: Holders(m.mnt), Wait: cfg.ShutdownTimeout}
 		if derr := syscall.Unmount(m.mnt, syscall.MNT_DETACH); derr != nil {
 			return fmt.Errorf("unmount %s: %w (lazy detach: %w)", m.mnt, err, derr)
+		}
+		if cfg.Busy != nil {
+			cfg.Busy(busy)
 		}
 	}
 	select {
 	case <-unmounted:
 		return nil
+	case <-cfg.GiveUp:
+		select {
+		case <-unmounted: // both at once: it was let go of in time
+			return nil
+		default:
+		}
+		return fmt.Errorf("stopped waiting for %s to be let go of (%s)", m.mnt, leftToNext)
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %s still has open files", ErrShutdown, m.mnt)
+		return fmt.Errorf("%w: %s was still in use after %s (%s)", ErrShutdown, m.mnt, cfg.ShutdownTimeout, leftToNext)
 	}
+}
+
+// leftToNext says what happens to the changes a shutdown could not record:
+// the pending journal keeps them for the next mount.
+const leftToNext = "changes not recorded yet are recorded by the next mount"
+
+// withoutDeadline drops from a joined error the parts that only say that
+// the shutdown's deadline passed.
+func withoutDeadline(err error) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var keep []error
+	for _, e := range errs {
+		if !errors.Is(e, context.DeadlineExceeded) {
+			keep = append(keep, e)
+		}
+	}
+	return errors.Join(keep...)
 }
 
 // close records what is pending and closes everything, in order.

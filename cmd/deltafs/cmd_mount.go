@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -32,8 +33,11 @@ is an empty directory). Every file closed after a change, or fsynced, is
 recorded as a revision in STORE.
 
 Ctrl-C (SIGINT) or SIGTERM records every pending revision and unmounts;
-so does "deltafs umount MOUNTPOINT" from another shell. A store can be
-mounted once at a time: a second mount fails naming the first.`,
+so does "deltafs umount MOUNTPOINT" from another shell. A busy mount (a
+file or directory open in it) is detached and waited for, up to
+--shutdown-timeout, saying which processes hold it; Ctrl-C again stops
+waiting (the next mount records what was left). A store can be mounted
+once at a time: a second mount fails naming the first.`,
 		Example: `  deltafs mount ~/work.dfs ~/work
   deltafs mount --snapshot-every 1h --keep-snapshots 48 ~/work.dfs ~/work
   deltafs mount --read-only ~/work.dfs /mnt/work`,
@@ -56,8 +60,10 @@ mounted once at a time: a second mount fails naming the first.`,
 
 // runMount mounts and serves until a signal or an outside unmount.
 func runMount(cmd *cobra.Command, cfg mount.Config) error {
-	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, giveUp, stop := shutdownSignals(cmd.Context())
 	defer stop()
+	cfg.GiveUp = giveUp
+	cfg.Busy = func(b mount.BusyMount) { fmt.Fprintln(cmd.ErrOrStderr(), busyLine(b)) }
 	cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	out := cmd.OutOrStdout()
 	if path := os.Getenv(envCPUProfile); path != "" {
@@ -79,6 +85,46 @@ func runMount(cmd *cobra.Command, cfg mount.Config) error {
 			what, m.Store, m.MountPoint, os.Getpid(), m.MountPoint)
 	}
 	return mount.Run(ctx, cfg)
+}
+
+// shutdownSignals returns a context that the first SIGINT or SIGTERM
+// cancels and a channel that the second one closes: the shutdown then
+// stops waiting for a busy mount to be let go of.
+func shutdownSignals(parent context.Context) (ctx context.Context, giveUp <-chan struct{}, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	second := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		for n := 0; n < 2; n++ {
+			select {
+			case <-sigs:
+			case <-done:
+				return
+			}
+			if n == 0 {
+				cancel()
+			}
+		}
+		close(second)
+	}()
+	return ctx, second, func() { signal.Stop(sigs); close(done); cancel() }
+}
+
+// busyLine is the line the mount prints when its shutdown waits for a
+// busy mount point to be let go of.
+func busyLine(b mount.BusyMount) string {
+	what := fmt.Sprintf("%s to be let go of", b.MountPoint)
+	if n := b.OpenFiles(); n == 1 {
+		what = fmt.Sprintf("1 open file in %s to be closed", b.MountPoint)
+	} else if n > 1 {
+		what = fmt.Sprintf("%d open files in %s to be closed", n, b.MountPoint)
+	}
+	if who := mount.DescribeHolders(b.Holders); who != "" {
+		what += ", held by " + who
+	}
+	return fmt.Sprintf("deltafs: mount: waiting up to %s for %s; Ctrl-C again to stop waiting", b.Wait, what)
 }
 
 // envCPUProfile names a file to write a CPU profile of the whole mount
@@ -127,7 +173,8 @@ func newUmountCmd() *cobra.Command {
 		Short: "Unmount a deltafs mount; its mount process records what is pending and exits",
 		Long: `Unmount the deltafs mount at MOUNTPOINT. The "deltafs mount" process
 serving it then records every pending revision, closes the store and
-exits. A busy mount (a shell inside it, an open file) is refused.`,
+exits. A busy mount (a shell inside it, an open file) is refused with
+exit status 11, naming the processes that hold it.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runUmount(args[0])
@@ -148,14 +195,28 @@ func runUmount(mnt string) error {
 		return fmt.Errorf("%s: %w: not a deltafs mount", abs, mount.ErrMountPoint)
 	}
 	if os.Geteuid() == 0 {
-		if err := syscall.Unmount(abs, 0); err != nil {
+		if err := syscall.Unmount(abs, 0); errors.Is(err, syscall.EBUSY) {
+			return busyError(abs)
+		} else if err != nil {
 			return fmt.Errorf("unmount %s: %w", abs, err)
 		}
 	} else if out, err := exec.Command("fusermount3", "-u", abs).CombinedOutput(); err != nil {
+		if strings.Contains(strings.ToLower(string(out)), syscall.EBUSY.Error()) {
+			return busyError(abs)
+		}
 		return fmt.Errorf("unmount %s: %s", abs, strings.TrimSpace(string(out)))
 	}
 	waitUnmounted(abs, 5*time.Second)
 	return nil
+}
+
+// busyError says which processes keep the mount at mnt busy.
+func busyError(mnt string) error {
+	who := mount.DescribeHolders(mount.Holders(mnt))
+	if who == "" {
+		who = "a process (see 'fuser -vm " + mnt + "')"
+	}
+	return fmt.Errorf("%s: %w (in use by %s): close the files open in it and leave it, then unmount again", mnt, mount.ErrBusy, who)
 }
 
 // waitUnmounted waits a little for the unmount to show.
@@ -177,6 +238,8 @@ func mountErrorCode(err error) int {
 		return exitNotStore
 	case errors.Is(err, mount.ErrNoFUSE):
 		return exitNoFUSE
+	case errors.Is(err, mount.ErrBusy):
+		return exitBusy
 	case errors.Is(err, os.ErrPermission):
 		return exitPermission
 	}

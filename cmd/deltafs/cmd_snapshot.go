@@ -144,11 +144,27 @@ func newSnapDeleteCmd() *cobra.Command {
 		Args:  exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withController(cmd, args[0], false, func(c mount.Controller) error {
-				return c.DeleteSnapshot(cmd.Context(), args[1])
+				return noSnapshot(c.DeleteSnapshot(cmd.Context(), args[1]), args[1])
 			})
 		},
 	}
 }
+
+// noSnapshot turns err, if it says that the snapshot name does not exist,
+// into that one plain sentence (still matching index.ErrNotFound).
+func noSnapshot(err error, name string) error {
+	if errors.Is(err, index.ErrNotFound) {
+		return &notFoundError{msg: fmt.Sprintf("no snapshot named %q", name)}
+	}
+	return err
+}
+
+// notFoundError is a message of its own for something that does not
+// exist; it matches index.ErrNotFound (exit code exitNotFound).
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string        { return e.msg }
+func (e *notFoundError) Is(target error) bool { return target == index.ErrNotFound }
 
 func newSnapRenameCmd() *cobra.Command {
 	return &cobra.Command{
@@ -160,7 +176,7 @@ func newSnapRenameCmd() *cobra.Command {
 				return &usageError{err: err}
 			}
 			return withController(cmd, args[0], false, func(c mount.Controller) error {
-				return c.RenameSnapshot(cmd.Context(), args[1], args[2])
+				return noSnapshot(c.RenameSnapshot(cmd.Context(), args[1], args[2]), args[1])
 			})
 		},
 	}

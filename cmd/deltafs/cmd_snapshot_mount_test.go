@@ -55,6 +55,8 @@ func TestSnapshotCLIMounted(t *testing.T) {
 		t.Fatalf("duplicate name: exit %d, %q", code, out)
 	}
 	cli("snapshot", "delete", store, "after")
+	requireOneErrorLine(t, runBinary(t, nil, "snapshot", "delete", mnt, "after"), exitNotFound, "deltafs: snapshot delete: no snapshot named \"after\"\n")
+	requireOneErrorLine(t, runBinary(t, nil, "snapshot", "rename", store, "after", "x"), exitNotFound, "deltafs: snapshot rename: no snapshot named \"after\"\n")
 	p.stop(t, syscall.SIGTERM)
 	if _, err := os.Stat(filepath.Join(store, "control.sock")); !os.IsNotExist(err) {
 		t.Fatalf("control socket left after unmount: %v", err)

@@ -29,7 +29,8 @@ func TestSnapshotCLIUnmounted(t *testing.T) {
 	if r := runCLI(t, nil, "snapshot", "rename", store, "before", "first"); r.code != 0 {
 		t.Fatalf("rename: %+v", r)
 	}
-	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "delete", store, "before"), exitNotFound, "not found")
+	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "delete", store, "before"), exitNotFound, "deltafs: snapshot delete: no snapshot named \"before\"\n")
+	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "rename", store, "before", "x"), exitNotFound, "deltafs: snapshot rename: no snapshot named \"before\"\n")
 	r := runCLI(t, nil, "snapshot", "list", store)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if r.code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "first\t") || !strings.HasPrefix(lines[1], "after\t") {

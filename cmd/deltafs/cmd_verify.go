@@ -99,9 +99,9 @@ func (e *problemsError) Error() string {
 func runVerify(cmd *cobra.Command, arg string, asJSON bool) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	store := arg
-	if s, err := mount.StoreOf(arg); err == nil {
-		store = s
+	store, err := mount.StoreOf(arg)
+	if err != nil {
+		return err
 	}
 	res := verifyResult{Store: arg, Problems: []verifyProblem{}}
 	out := cmd.OutOrStdout()
@@ -133,8 +133,11 @@ func runVerify(cmd *cobra.Command, arg string, asJSON bool) error {
 		rep, err = verifyOffline(cmd, store, report, progress)
 	}
 	bar.finish()
-	if err != nil {
+	if err != nil && len(res.Problems) > 0 {
 		return fmt.Errorf("verify stopped after %d problems: %w", len(res.Problems), err)
+	}
+	if err != nil {
+		return err
 	}
 	return finishVerify(out, res, rep, asJSON)
 }

@@ -24,6 +24,7 @@ const (
 	exitProblems    = 8  // verify ran and found problems in the store
 	exitNotFound    = 9  // no such revision, snapshot or file history (log, cat, restore, snapshot delete/rename)
 	exitIsDir       = 10 // a directory where a file's history was asked for (log, cat, restore)
+	exitBusy        = 11 // umount: a process has a file or directory open in the mount
 )
 
 // usageError marks an error in the command line itself: an unknown flag

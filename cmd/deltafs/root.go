@@ -55,8 +55,8 @@ func newRootCmd() *cobra.Command {
 
 // errorLine formats err as the single line deltafs prints on stderr:
 // "deltafs: <subcommand path>: <message>", with a pointer to --help for
-// usage errors. Newlines inside the message are folded so that the
-// result is always one line.
+// usage errors. The message stays one line: the lines of joined errors
+// (errors.Join) are separated by "; ", other whitespace runs folded.
 func errorLine(cmd *cobra.Command, err error) string {
 	var b strings.Builder
 	b.WriteString("deltafs: ")
@@ -64,7 +64,13 @@ func errorLine(cmd *cobra.Command, err error) string {
 		b.WriteString(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "))
 		b.WriteString(": ")
 	}
-	b.WriteString(strings.Join(strings.Fields(err.Error()), " "))
+	var lines []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if l = strings.Join(strings.Fields(l), " "); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	b.WriteString(strings.Join(lines, "; "))
 	if exitCode(err) == exitUsage && cmd != nil {
 		fmt.Fprintf(&b, " (see '%s --help')", cmd.CommandPath())
 	}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestNoStoreErrors: every command that takes a store (or a path in a
+// store or mount) says the same one line with exit 5 whether the path
+// does not exist or is a directory that holds no store.
+func TestNoStoreErrors(t *testing.T) {
+	foreign := t.TempDir()
+	writeFile(t, foreign, "f", []byte("x"))
+	missing := filepath.Join(t.TempDir(), "nosuch")
+	commands := [][]string{
+		{"stats", "P"}, {"verify", "P"}, {"snapshot", "list", "P"}, {"snapshot", "create", "P", "s"},
+		{"snapshot", "delete", "P", "s"}, {"snapshot", "rename", "P", "s", "t"}, {"snapshot", "prune", "P", "--keep-last", "1"},
+		{"log", "--store", "P", "f"}, {"cat", "--store", "P", "f"}, {"restore", "--store", "P", "f", "--rev", "0"},
+		{"log", "P/f"}, {"cat", "P/f"}, {"restore", "P/f", "--rev", "0"},
+	}
+	for _, c := range commands {
+		for _, dir := range []string{foreign, missing} {
+			args := make([]string, len(c))
+			for i, a := range c {
+				args[i] = strings.Replace(a, "P", dir, 1)
+			}
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				r := runCLI(t, nil, args...)
+				requireOneErrorLine(t, r, exitNotStore, dir)
+				if !strings.Contains(r.stderr, ": not a deltafs store, nor inside a deltafs mount") || strings.Contains(r.stderr, "stopped") {
+					t.Errorf("stderr %q", r.stderr)
+				}
+			})
+		}
+	}
+}
+
+// TestErrorLineJoined: the parts of a joined error stay readable on the
+// one error line.
+func TestErrorLineJoined(t *testing.T) {
+	err := errors.Join(errors.New("first  part"), nil, fmt.Errorf("second: %w", errors.New("cause")))
+	if got, want := errorLine(nil, err), "deltafs: first part; second: cause"; got != want {
+		t.Fatalf("errorLine = %q, want %q", got, want)
+	}
+}
+
+// TestMissingFileInStore: a file under a missing directory of a store's
+// live tree has no history (exit 9); it is not "no store".
+func TestMissingFileInStore(t *testing.T) {
+	store := newCLIStore(t)
+	r := runCLI(t, nil, "log", filepath.Join(store, "live", "nodir", "f"))
+	requireOneErrorLine(t, r, exitNotFound, "nodir/f")
+	if _, err := os.Stat(filepath.Join(store, "live", "nodir")); !os.IsNotExist(err) {
+		t.Fatalf("log created the directory: %v", err)
+	}
+}
