@@ -123,8 +123,10 @@
 // durable. Revisions themselves are durable when Put returns.
 //
 // Names and links: the sink applies renames to the index only for an
-// atomic save (a file with no history yet renamed over one that has
-// one continues that history); links and removes change nothing there.
+// atomic save (a file with no history yet, or a young one, renamed over
+// one that has one continues that history, and the replaced inode, which
+// a hard link or a descriptor may keep alive, loses it: see
+// storesink_rename.go); links and removes change nothing there.
 // So the journal notes a pending file's new path (a hint) and, for a
 // rename over another file, which file it replaced; the redo continues
 // the replaced file's history when the pending file has none. The id

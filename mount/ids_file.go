@@ -23,7 +23,8 @@ import (
 //
 // Format 2: the 8-byte header idsHeader, then 28-byte records: the
 // 16-byte fs.FileID, the 8-byte big-endian index.FileID and a CRC-32C of
-// those 24 bytes. A record that fails its checksum is an error (a map
+// those 24 bytes. Later records win; a store FileID of 0 takes the live
+// file's mapping away (its history went to the file renamed over it). A record that fails its checksum is an error (a map
 // that answered with a damaged record would give a live file another
 // file's history, and gc would take its own for a deleted file's),
 // unless no good record follows it: the torn tail of an append cut
@@ -90,10 +91,19 @@ func parseIDs(b []byte, ids map[fs.FileID]index.FileID) (scan idsScan, err error
 		if firstBad >= 0 {
 			return scan, fmt.Errorf("%w: the record at byte %d fails its checksum", errIDs, firstBad)
 		}
-		ids[fs.FileID(r[:16])] = index.FileID(binary.BigEndian.Uint64(r[16:]))
+		setID(ids, fs.FileID(r[:16]), index.FileID(binary.BigEndian.Uint64(r[16:])))
 		scan.good = off + idRecordLen
 	}
 	return scan, nil
+}
+
+// setID applies one record to ids.
+func setID(ids map[fs.FileID]index.FileID, id fs.FileID, fid index.FileID) {
+	if fid == 0 {
+		delete(ids, id)
+		return
+	}
+	ids[id] = fid
 }
 
 // readIDs reads the live.ids map of the store in dir; a store that never

@@ -132,7 +132,7 @@ func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
 		// An atomic save that died before its rename was recorded:
 		// continue the replaced file's history, as the sink would have.
 		if fid, known = s.ids[cont]; known {
-			if err := s.bind(id, fid); err != nil {
+			if err := s.transfer(id, cont, fid); err != nil {
 				return err
 			}
 		}

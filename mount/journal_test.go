@@ -119,6 +119,7 @@ func TestRedoAtMount(t *testing.T) {
 		return id
 	}
 	ida, idb, idc, idx, idgone := idOf("a"), idOf("b"), idOf("c"), idOf("d/x"), idOf("gone")
+	fc := storeIDs(t, store)[idc]
 
 	j, err := openJournal(filepath.Join(store, journalFile), quiet())
 	if err != nil {
@@ -204,8 +205,11 @@ func TestRedoAtMount(t *testing.T) {
 			t.Errorf("%s: last of %d revisions has %d bytes, want %d revisions ending in the live %d bytes", c.name, revs, len(text), c.revs, len(c.want))
 		}
 	}
-	if ids[idt] != ids[idc] {
-		t.Errorf("the atomic save of c started store file %d, want c's %d", ids[idt], ids[idc])
+	if ids[idt] != fc || fc == 0 {
+		t.Errorf("the atomic save of c started store file %d, want c's %d", ids[idt], fc)
+	}
+	if f, ok := ids[idc]; ok {
+		t.Errorf("c's old inode still maps to store file %d after the save took its history", f)
 	}
 }
 

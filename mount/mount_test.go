@@ -329,7 +329,8 @@ func TestInPlaceWritesRecordExactly(t *testing.T) {
 }
 
 // TestMoveOverKeepsOwnHistory: "mv a b" over an existing b carries a's
-// history on; b's ends.
+// history on; b's ends. (a is made older than saveWindow, past which it
+// is no atomic save's temp file.)
 func TestMoveOverKeepsOwnHistory(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "s.dfs")
 	l := start(t, store)
@@ -340,6 +341,10 @@ func TestMoveOverKeepsOwnHistory(t *testing.T) {
 		}
 	}
 	l.recorded(t, 2)
+	ls := l.rec.sink.(journalSink).ls
+	ls.mu.Lock()
+	ls.sink.saveWindow = 0
+	ls.mu.Unlock()
 	if err := os.Rename(p("a"), p("b")); err != nil {
 		t.Fatal(err)
 	}

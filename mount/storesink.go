@@ -42,7 +42,15 @@ type storeSink struct {
 	// restore writing through the mount): the second parent of the
 	// revision that records it.
 	restoring map[index.FileID]index.RevID
-	f         idsLog // idsFile, for appending
+	// forked holds, for a live identity whose history another file took
+	// over (transfer) while its inode may live on (a hard link, an open
+	// descriptor), the revision it had then: the second parent of its
+	// first revision in a store file of its own. Capped (forkedOrder):
+	// a forgotten one only costs that revision a fulltext.
+	forked      map[fs.FileID]index.RevID
+	forkedOrder []fs.FileID
+	saveWindow  time.Duration // see storesink_rename.go
+	f           idsLog        // idsFile, for appending
 	// unwritten holds the records bound since the last syncIDs, which
 	// writes them with one write(2) before its fsync: a window of new
 	// files cost a write per file (10,000 for an untar).
@@ -64,7 +72,7 @@ type idsLog interface {
 
 // openStoreSink loads the id map of the store in dir.
 func openStoreSink(st *objstore.Store, path string, log *slog.Logger) (*storeSink, error) {
-	s := &storeSink{st: st, log: log, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}, restoring: map[index.FileID]index.RevID{}}
+	s := &storeSink{st: st, log: log, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}, restoring: map[index.FileID]index.RevID{}, forked: map[fs.FileID]index.RevID{}, saveWindow: saveWindow}
 	f, err := openIDs(path, s.ids, log)
 	if err != nil {
 		return nil, err
@@ -91,15 +99,7 @@ func (s *storeSink) Record(ctx context.Context, ev Event) error {
 		defer ev.Change.Close()
 		return s.change(ctx, ev.Change, ev.Continues, ev.read)
 	case ev.Rename != nil && binds(ev.Rename):
-		// A file with no history yet (never recorded) that replaces
-		// another carries on the replaced file's history; a file with
-		// its own history keeps it ("mv a b" carries a's history to b).
-		_, own := s.ids[ev.Rename.ID]
-		if fid, ok := s.ids[ev.Rename.Replaced]; ok && !own {
-			// durable now: the replaced file's identity leaves the live
-			// tree, and the history would look like a deleted file's
-			return errors.Join(s.bind(ev.Rename.ID, fid), s.syncIDs())
-		}
+		return s.renamedOver(ctx, ev.Rename)
 	}
 	return nil
 }
@@ -189,7 +189,7 @@ func (s *storeSink) stage(c *fs.Change, continues fs.FileID) (*job, error) {
 	switch {
 	case !continues.IsZero() && s.ids[continues] != 0:
 		j.fid = s.ids[continues]
-		if err := s.bind(c.ID, j.fid); err != nil {
+		if err := s.transfer(c.ID, continues, j.fid); err != nil {
 			return nil, err
 		}
 	case !c.ID.IsZero() && s.ids[c.ID] != 0:
@@ -198,6 +198,10 @@ func (s *storeSink) stage(c *fs.Change, continues fs.FileID) (*job, error) {
 	if j.fid != 0 { // else a new store file, made by run: no previous revision
 		j.p1 = s.prev(j.fid)
 		j.baseLen, j.haveBase = s.known[j.fid]
+	} else if from, ok := s.forked[c.ID]; ok && !from.IsNull() {
+		// An inode whose history another file took over, changed since:
+		// a store file of its own, continuing from what it was.
+		j.p2, j.hints = from, []index.RevID{from}
 	}
 	for _, src := range c.Sources {
 		if sf, ok := s.ids[src.ID]; ok && sf != j.fid {
@@ -408,6 +412,38 @@ func (s *storeSink) bind(id fs.FileID, fid index.FileID) error {
 	s.unwritten = appendIDRecord(s.unwritten, id, fid)
 	return nil
 }
+
+// transfer gives the live file id the history of the store file fid,
+// which the live file old had (an atomic save: id was renamed over old).
+// old loses it: its inode may live on, through a hard link or an open
+// descriptor, and its later changes must not be recorded as the path's
+// file, over id's content; they start a store file of their own (its
+// first revision's second parent is fid's newest revision now, see
+// forked). syncIDs makes both records durable.
+func (s *storeSink) transfer(id, old fs.FileID, fid index.FileID) error {
+	if err := s.bind(id, fid); err != nil {
+		return err
+	}
+	if old == id || s.ids[old] != fid {
+		return nil
+	}
+	if _, ok := s.forked[old]; !ok {
+		s.forkedOrder = append(s.forkedOrder, old)
+		if len(s.forkedOrder) > maxForked {
+			delete(s.forked, s.forkedOrder[0])
+			s.forkedOrder = s.forkedOrder[1:]
+		}
+	}
+	s.forked[old] = s.prev(fid)
+	s.idsMu.Lock()
+	delete(s.ids, old)
+	s.idsMu.Unlock()
+	s.unwritten = appendIDRecord(s.unwritten, old, 0) // 0: no store file
+	return nil
+}
+
+// maxForked caps the sink's forked map.
+const maxForked = 4096
 
 // syncIDs appends the records bound since its last call to the ids file
 // and makes them durable.

@@ -43,6 +43,9 @@ func (w *watchedIDs) Write(b []byte) (int, error) {
 	}
 	for rec := b; len(rec) >= idRecordLen; rec = rec[idRecordLen:] {
 		fid := index.FileID(binary.BigEndian.Uint64(rec[16:]))
+		if fid == 0 {
+			continue // a mapping taken away (transfer)
+		}
 		if _, ok := w.pending[fid]; !ok {
 			w.pending[fid] = w.revs(fid)
 			if !w.durable[fid] && w.pending[fid] > 0 {
@@ -119,7 +122,15 @@ func TestIDsDurableBeforeFirstRevision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The atomic save took file 3's history: 3's live identity has none.
+	if _, ok := onDisk[ids[3]]; ok || onDisk[ids[n]] == 0 {
+		t.Fatalf("after the atomic save over file 3: %s maps it to %d and the save to %d, want none and its store file",
+			idsFile, onDisk[ids[3]], onDisk[ids[n]])
+	}
 	for i, id := range ids {
+		if i == 3 {
+			continue
+		}
 		fid, ok := onDisk[id]
 		if !ok || fid != sink.ids[id] {
 			t.Fatalf("file %d: %s maps to %d (%v), the sink to %d", i, idsFile, fid, ok, sink.ids[id])
@@ -128,7 +139,7 @@ func TestIDsDurableBeforeFirstRevision(t *testing.T) {
 			t.Fatalf("file %d: store file %d %+v (%v), want revisions", i, fid, m, err)
 		}
 	}
-	if onDisk[ids[n]] != onDisk[ids[3]] {
-		t.Errorf("the atomic save started store file %d, want file 3's %d", onDisk[ids[n]], onDisk[ids[3]])
+	if m, err := st.File(onDisk[ids[n]]); err != nil || m.Name != "3" || m.Revs != 2 {
+		t.Errorf("the atomic save maps to store file %+v (%v), want file 3's, with 2 revisions", m, err)
 	}
 }
