@@ -22,8 +22,9 @@ type History interface {
 	// of the file reported to the Recorder before the call is in it, even
 	// one the recorder has not finished.
 	Revisions(ctx context.Context, id FileID) ([]Revision, error)
-	// Len returns how many revisions Revisions would return, as cheaply
-	// as a point lookup, after the same wait.
+	// Len returns one past the number of the newest revision Revisions
+	// would return (0 if none), as cheaply as a point lookup, after the
+	// same wait: how many it returns, unless gc left gaps in the numbers.
 	Len(ctx context.Context, id FileID) (int, error)
 	// Revision returns revision rev of the live file whose identity is
 	// id, or an error matching index.ErrNotFound.

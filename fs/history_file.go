@@ -28,6 +28,7 @@ type histFile struct {
 	mu   sync.Mutex
 	id   FileID          // the live file ents lists
 	ents []fuse.DirEntry // its listing, shared read-only with open handles
+	next int             // one past the newest revision number ents lists
 	kc   dirCache        // what the kernel may have cached of it
 }
 
@@ -153,7 +154,7 @@ func (f *histFile) listing(ctx context.Context, id FileID) ([]fuse.DirEntry, err
 	defer f.mu.Unlock()
 	have := -1
 	if f.id == id {
-		have = len(f.ents)
+		have = f.next // not len(f.ents): gc leaves gaps in the numbers
 	}
 	switch {
 	case have == n:
@@ -165,9 +166,9 @@ func (f *histFile) listing(ctx context.Context, id FileID) ([]fuse.DirEntry, err
 			if err != nil {
 				return nil, err
 			}
-			ents = append(ents, revEntry(revName(r, revWidth(n)), r, rev))
+			ents = append(ents, revEntry(revName(r, revWidth(n)), r, len(ents)))
 		}
-		f.ents = ents
+		f.ents, f.next = ents, n
 		f.kc.changed()
 		return ents, nil
 	}
@@ -175,7 +176,10 @@ func (f *histFile) listing(ctx context.Context, id FileID) ([]fuse.DirEntry, err
 	if err != nil {
 		return nil, err
 	}
-	f.id, f.ents = id, revEntries(revs)
+	f.id, f.ents, f.next = id, revEntries(revs), 0
+	if len(revs) > 0 {
+		f.next = int(revs[len(revs)-1].ID.Rev) + 1
+	}
 	f.kc.changed()
 	return f.ents, nil
 }

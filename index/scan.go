@@ -129,3 +129,26 @@ func beUint64(b []byte) uint64 {
 	}
 	return v
 }
+
+// Latest returns the entry of file f's newest stored revision; ok is
+// false if it has none. It is not always revision Revs-1 of the file's
+// record: gc removes revisions, the newest ones of a deleted file too,
+// and never renumbers, so a file may have gaps or no revisions at all.
+func (db *DB) Latest(f FileID) (e Entry, ok bool, err error) {
+	err = db.bdb.View(func(txn *badger.Txn) error {
+		o := badger.DefaultIteratorOptions
+		o.Prefix, o.PrefetchValues, o.Reverse = revPrefix(f), false, true
+		it := txn.NewIterator(o)
+		defer it.Close()
+		it.Seek(revKey(RevID{File: f, Rev: Rev(^uint32(0))}))
+		if !it.Valid() {
+			return nil
+		}
+		ok = true
+		return it.Item().Value(e.UnmarshalBinary)
+	})
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("index: newest revision of file %d: %w", f, err)
+	}
+	return e, ok, nil
+}

@@ -179,14 +179,14 @@ func (h *historian) pick(ctx context.Context, rel string, fid index.FileID, spec
 		}
 		return id, nil
 	}
-	m, err := h.st.File(fid)
+	e, ok, err := h.st.Latest(fid) // not Revs-1: gc leaves gaps
 	if err != nil {
 		return index.NullRev, wrapCorrupt(err)
 	}
-	if m.Revs == 0 {
+	if !ok {
 		return index.NullRev, fmt.Errorf("%s: %w", rel, ErrNoHistory)
 	}
-	return index.RevID{File: fid, Rev: index.Rev(m.Revs - 1)}, nil
+	return e.ID(), nil
 }
 
 // Restore writes revision rev of the file at rel back into the live file,

@@ -71,11 +71,11 @@ func (h *historyView) Len(ctx context.Context, id fs.FileID) (int, error) {
 	if err != nil || !ok {
 		return 0, err
 	}
-	m, err := h.st.File(fid)
-	if err != nil {
+	e, ok, err := h.st.Latest(fid) // not the record's count: gc leaves gaps
+	if err != nil || !ok {
 		return 0, wrapCorrupt(err)
 	}
-	return int(m.Revs), nil
+	return int(e.Rev) + 1, nil
 }
 
 func (h *historyView) Revision(ctx context.Context, id fs.FileID, rev index.Rev) (fs.Revision, error) {

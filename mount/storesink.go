@@ -480,14 +480,14 @@ func (s *storeSink) prev(fid index.FileID) index.RevID {
 	if r, ok := s.last[fid]; ok {
 		return r
 	}
-	m, err := s.st.File(fid)
-	if err != nil || m.Revs == 0 {
-		if err != nil && !errors.Is(err, objstore.ErrNotFound) {
-			s.log.Warn("file record unreadable; recording without a parent", "file", fid, "err", err)
+	e, ok, err := s.st.Latest(fid) // not Revs-1: gc leaves gaps
+	if err != nil || !ok {
+		if err != nil {
+			s.log.Warn("newest revision unreadable; recording without a parent", "file", fid, "err", err)
 		}
 		return index.RevID{}
 	}
-	r := index.RevID{File: fid, Rev: index.Rev(m.Revs - 1)}
+	r := e.ID()
 	s.last[fid] = r
 	return r
 }

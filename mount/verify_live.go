@@ -109,21 +109,21 @@ func (c *liveCheck) check(ctx context.Context, p string) (index.RevID, bool, err
 	if n, err := unix.Lgetxattr(p, fs.XattrID, id[:]); err != nil || n != len(id) {
 		id = fs.FileID{}
 	}
-	var m index.FileMeta
+	var newest index.Entry
 	fid, ok := c.storeFile(id)
 	if ok && !id.IsZero() {
-		var err error
-		if m, err = c.st.File(fid); err != nil {
+		var err error // not revision Revs-1: gc leaves gaps
+		if newest, ok, err = c.st.Latest(fid); err != nil {
 			return index.RevID{File: fid}, false, fmt.Errorf("its store file: %w", err)
 		}
 	}
-	if m.Revs == 0 {
+	if !ok || id.IsZero() {
 		if st.Size == 0 {
 			return index.NullRev, false, nil
 		}
 		return index.NullRev, c.pending(st.Ino, id), fmt.Errorf("%d bytes never recorded: the file has no revision", st.Size)
 	}
-	last := index.RevID{File: fid, Rev: index.Rev(m.Revs - 1)}
+	last := newest.ID()
 	want, err := c.st.Get(ctx, last)
 	if err != nil {
 		return last, false, fmt.Errorf("its last revision does not read back: %w", err)

@@ -59,15 +59,20 @@ func planGC(ctx context.Context, s *Store, live map[index.FileID]bool, pol GCPol
 	if err != nil {
 		return nil, err
 	}
+	// A live file's newest stored revision, which an earlier gc may have
+	// left below Revs-1 (the file was deleted then and is live again).
 	newest := map[index.FileID]index.Rev{}
-	err = s.idx.Files(ctx, func(f index.FileID, m index.FileMeta) error {
-		if m.Revs > 0 {
-			newest[f] = index.Rev(m.Revs - 1)
+	for f := range live {
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		e, ok, err := s.idx.Latest(f)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			newest[f] = e.Rev
+		}
 	}
 	now := pol.Now
 	if now.IsZero() {

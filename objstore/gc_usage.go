@@ -87,11 +87,14 @@ func (s *Store) newestRev(f index.FileID, memo map[index.FileID]index.Rev) (inde
 	if r, ok := memo[f]; ok {
 		return r, nil
 	}
-	m, err := s.idx.File(f)
+	e, ok, err := s.idx.Latest(f) // not Revs-1: gc leaves gaps
 	if err != nil {
 		return 0, err
 	}
-	r := index.Rev(m.Revs - 1)
+	r := e.Rev
+	if !ok {
+		r = index.Rev(^uint32(0)) // no revision: matches none
+	}
 	memo[f] = r
 	return r, nil
 }

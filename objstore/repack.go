@@ -393,9 +393,16 @@ func (rp *repacker) begin(ctx context.Context) (RepackReport, error) {
 	rep := RepackReport{Files: st.Files, Revisions: st.Revisions, SizeBefore: st.SegmentBytes,
 		StoredBefore: st.StoredBytes, ChainMaxBefore: st.ChainMax, ChainMeanBefore: st.ChainMean,
 		Window: rp.window, Jobs: rp.opt.Jobs}
+	// The live revisions below each shadow record's count are done
+	// (kept, or left out by this gc); not the count itself, since an
+	// earlier gc may have left gaps there.
 	err = rp.shadow.idx.Files(ctx, func(f index.FileID, m index.FileMeta) error {
-		rep.ResumedRevisions += int64(m.Revs)
-		return nil
+		return rp.live.idx.Revisions(ctx, f, func(e index.Entry) error {
+			if uint32(e.Rev) < m.Revs {
+				rep.ResumedRevisions++
+			}
+			return nil
+		})
 	})
 	rep.Resumed = rep.ResumedRevisions > 0
 	if rep.Resumed { // progress counts the bytes done before, too

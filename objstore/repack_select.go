@@ -363,21 +363,21 @@ type similarFiles struct {
 
 func sizeClass(n uint64) int { return bits.Len64(n) }
 
-// similarTable indexes the latest revision of each file in jobs, which
-// are in ascending id order. A latest revision gc removes is left out.
+// similarTable indexes the latest stored revision of each file in jobs,
+// which are in ascending id order. A latest revision gc removes is left
+// out, and so is a file with none left.
 func (rp *repacker) similarTable(jobs []fileJob) (*similarFiles, error) {
 	sf := &similarFiles{byName: map[string][]index.RevID{}, bySize: map[int][]index.RevID{}}
 	for _, j := range jobs {
-		if j.meta.Revs == 0 {
-			continue
-		}
-		id := index.RevID{File: j.id, Rev: index.Rev(j.meta.Revs - 1)}
-		if rp.opt.keep != nil && !rp.opt.keep.keeps(id) {
-			continue
-		}
-		e, err := rp.live.idx.Entry(id)
+		// Not revision Revs-1: gc leaves gaps, and may have removed a
+		// deleted file's revisions all.
+		e, ok, err := rp.live.idx.Latest(j.id)
 		if err != nil {
 			return nil, err
+		}
+		id := e.ID()
+		if !ok || rp.opt.keep != nil && !rp.opt.keep.keeps(id) {
+			continue
 		}
 		if j.meta.Name != "" {
 			name := path.Base(j.meta.Name)

@@ -269,6 +269,11 @@ func (s *Store) NewFiles(names []string) ([]index.FileID, error) {
 // File returns the committed record of file f (name, revision count).
 func (s *Store) File(f index.FileID) (index.FileMeta, error) { return s.idx.File(f) }
 
+// Latest returns the entry of file f's newest committed revision; ok is
+// false if it has none (never written, or gc removed them all). It is not
+// always revision Revs-1 of the file's record: gc leaves gaps.
+func (s *Store) Latest(f index.FileID) (e index.Entry, ok bool, err error) { return s.idx.Latest(f) }
+
 // Revisions calls fn with every committed entry of file f, in order.
 func (s *Store) Revisions(ctx context.Context, f index.FileID, fn func(index.Entry) error) error {
 	return s.idx.Revisions(ctx, f, fn)
