@@ -60,7 +60,10 @@
 // copy source as second parent and hint). A backlog of changes of
 // distinct files is recorded in windows whose puts run at once and so
 // share the store's group commits (storesink_batch.go): an untar costs
-// a commit per window, not per file. fsync reports of
+// a commit per window, not per file, and a window of small new files
+// is put on threads of lower CPU priority while nobody waits for the
+// recording, so that the requests of the program making them come
+// first on the same cores. fsync reports of
 // one file are coalesced to at most one revision per FsyncInterval, and
 // a new file's first revision is held briefly so that an editor's
 // atomic save (write a temp file, rename it over the original) continues
