@@ -386,24 +386,35 @@ func TestLowPriorityWindows(t *testing.T) {
 	}
 }
 
-// TestBackground: only a window of small new files read at their
-// release is put at the lower priority, and only while nobody waits.
+// TestBackground: only a window of minBackground small new files or
+// more, read at their release, is put at the lower priority, and only
+// while nobody waits.
 func TestBackground(t *testing.T) {
 	small := &job{c: &fs.Change{Data: []byte("x")}}
 	reopened := &job{c: &fs.Change{}}
+	window := func(n int, more ...*job) []*job {
+		js := []*job{nil} // a change that failed to stage
+		for range n {
+			js = append(js, small)
+		}
+		return append(js, more...)
+	}
 	waits := false
 	s := &storeSink{waited: func() bool { return waits }}
-	yield := s.background([]*job{small, nil, small})
+	yield := s.background(window(minBackground))
 	if yield == nil || !yield() {
 		t.Fatal("a window of small new files, nobody waiting: not put at the lower priority")
 	}
 	if waits = true; yield() {
 		t.Fatal("a window of small new files still yields once someone waits")
 	}
-	if s.background([]*job{small, reopened}) != nil {
+	if s.background(window(minBackground-1)) != nil {
+		t.Fatalf("a window of %d small new files yields: fewer than minBackground", minBackground-1)
+	}
+	if s.background(window(minBackground, reopened)) != nil {
 		t.Fatal("a window with a file reopened for its put yields")
 	}
-	if (&storeSink{}).background([]*job{small}) != nil {
+	if (&storeSink{}).background(window(minBackground)) != nil {
 		t.Fatal("a sink whose Recorder does not say who waits yields")
 	}
 }
