@@ -24,9 +24,11 @@ type Batch struct {
 // the mount's batches are far smaller, a bulk loader's may not be) is
 // written in several, in an order a crash between them leaves safe: the
 // tail first (the data up to it was made durable before Commit), then
-// the entries, then the file records. A crash part way leaves entries of
-// puts that never returned, unknown to their file records: revision
-// numbers the next put of the file takes again, over them.
+// the entries, then the file records, then the hash keys. A crash part
+// way leaves entries of puts that never returned, unknown to their file
+// records and to the hash keys (so no dedup can point at one): revision
+// numbers the next put of the file takes again, over them; or entries
+// the file records count that no dedup finds yet.
 func (db *DB) Commit(b *Batch) error {
 	err := db.update(func(txn *badger.Txn) error {
 		for i := range b.Entries {
@@ -60,13 +62,15 @@ func (db *DB) commitSplit(b *Batch) error {
 		e := &b.Entries[i]
 		v, _ := e.MarshalBinary()
 		rows = append(rows, row{revKey(e.ID()), v})
-		if e.Kind != KindDedup && e.Flags&FlagHashDeferred == 0 {
-			rows = append(rows, row{hashKey(e.Hash, e.ID()), nil})
-		}
 	}
 	for f, m := range b.Files {
 		v, _ := m.MarshalBinary()
 		rows = append(rows, row{fileKey(f), v})
+	}
+	for i := range b.Entries {
+		if e := &b.Entries[i]; e.Kind != KindDedup && e.Flags&FlagHashDeferred == 0 {
+			rows = append(rows, row{hashKey(e.Hash, e.ID()), nil})
+		}
 	}
 	for len(rows) > 0 {
 		var n int

@@ -1,7 +1,6 @@
 package index
 
 import (
-	"bytes"
 	"errors"
 	"reflect"
 	"strings"
@@ -155,29 +154,4 @@ func FuzzRefsDecode(f *testing.F) {
 			t.Fatalf("error not ErrDecode: %v", err)
 		}
 	})
-}
-
-// A run container whose run reaches past 65535 parses in roaring (it
-// wraps round) but would answer membership wrongly: decodeRefs refuses it.
-func TestDecodeRefsRejectsWrappedRun(t *testing.T) {
-	r := NewRefs()
-	r.AddRange(65000, 65100) // one run: start 65000, length-1 99
-	b, err := encodeRefs(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := decodeRefs(b); err != nil {
-		t.Fatalf("a good set: %v", err)
-	}
-	body := append([]byte(nil), b[8:]...)
-	run := []byte{0xe8, 0xfd, 99, 0} // little-endian 65000, 99
-	i := bytes.Index(body, run)
-	if i < 0 {
-		t.Fatalf("run (65000, 99) not found in %x", body)
-	}
-	body[i+2], body[i+3] = 0xe8, 0x03 // length-1 1000: past 65535
-	_, err = decodeRefs(append(encodeSum(body), body...))
-	if !errors.Is(err, ErrDecode) {
-		t.Fatalf("wrapped run: err %v, want ErrDecode", err)
-	}
 }
