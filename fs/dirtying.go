@@ -37,7 +37,13 @@ func (n *Node) dirtying(ctx context.Context) syscall.Errno {
 	if !first {
 		return 0
 	}
-	return n.waitRecorded(ctx)
+	errno := n.waitRecorded(ctx)
+	if errno != 0 {
+		// Interrupted (a signal): the write fails with EINTR and is
+		// retried; the retry must wait again.
+		n.dirtied.Store(false)
+	}
+	return errno
 }
 
 // dirtyingLocked is dirtying with n.mu held, without the wait; it

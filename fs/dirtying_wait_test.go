@@ -3,15 +3,18 @@ package fs_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // lateReader is a Recorder that queues every change and reads it only
@@ -70,11 +73,10 @@ func (r *lateReader) readAll(t *testing.T) [][]byte {
 	return out
 }
 
-// A writer that keeps its handle through an fsync and writes again while
-// the fsync's change waits in the recorder's queue: the write waits until
-// the change has been read, so the revision is the file as it was at the
-// fsync, not a mix with the next write.
-func TestWriteAfterFsyncWaitsForTheQueuedRead(t *testing.T) {
+// mountLate mounts a live tree holding db (8 KiB of "a") with rec, no
+// passthrough (the mount sees the writes), and opens db for writing.
+func mountLate(t *testing.T, rec *lateReader) *os.File {
+	t.Helper()
 	testutil.RequireFUSE(t)
 	live := filepath.Join(t.TempDir(), "live")
 	if err := os.Mkdir(live, 0o755); err != nil {
@@ -83,8 +85,7 @@ func TestWriteAfterFsyncWaitsForTheQueuedRead(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(live, "db"), bytes.Repeat([]byte("a"), 8192), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rec := &lateReader{read: make(chan struct{})}
-	f, err := fs.New(fs.Config{LiveDir: live, Recorder: rec}) // no passthrough: the mount sees the writes
+	f, err := fs.New(fs.Config{LiveDir: live, Recorder: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,29 +95,57 @@ func TestWriteAfterFsyncWaitsForTheQueuedRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	if _, err := db.WriteAt(bytes.Repeat([]byte("b"), 4096), 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Sync(); err != nil { // reported; the recorder has not read it
-		t.Fatal(err)
-	}
-	wrote := make(chan error, 1)
-	go func() {
-		_, err := db.WriteAt(bytes.Repeat([]byte("c"), 4096), 4096)
-		wrote <- err
-	}()
-	select {
-	case err := <-wrote:
-		t.Fatalf("the write went through before the queued change was read (err %v)", err)
-	case <-time.After(100 * time.Millisecond):
-	}
-	got := rec.readAll(t)
-	want := append(bytes.Repeat([]byte("b"), 4096), bytes.Repeat([]byte("a"), 4096)...)
-	if len(got) != 1 || !bytes.Equal(got[0], want) {
-		t.Fatalf("the fsync's change read as %d changes, first %q...", len(got), got)
-	}
-	if err := <-wrote; err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// A writer that keeps its handle through an fsync and writes again while
+// the fsync's change waits in the recorder's queue: the write waits until
+// the change has been read, so the revision is the file as it was at the
+// fsync, not a mix with the next write. The write is interrupted while it
+// waits (a signal: the kernel interrupts the FUSE request, the write
+// fails with EINTR and is restarted), and the restarted write waits too.
+func TestWriteAfterFsyncWaitsForTheQueuedRead(t *testing.T) {
+	for _, interrupt := range []bool{false, true} {
+		t.Run(fmt.Sprintf("interrupt=%v", interrupt), func(t *testing.T) {
+			rec := &lateReader{read: make(chan struct{})}
+			db := mountLate(t, rec)
+			if _, err := db.WriteAt(bytes.Repeat([]byte("b"), 4096), 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Sync(); err != nil { // reported; the recorder has not read it
+				t.Fatal(err)
+			}
+			wrote := make(chan error, 1)
+			tid := make(chan int, 1)
+			go func() {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				tid <- unix.Gettid()
+				_, err := db.WriteAt(bytes.Repeat([]byte("c"), 4096), 4096)
+				wrote <- err
+			}()
+			writer := <-tid
+			for range 5 {
+				select {
+				case err := <-wrote:
+					t.Fatalf("the write went through before the queued change was read (err %v)", err)
+				case <-time.After(40 * time.Millisecond):
+				}
+				if interrupt { // Go's runtime takes SIGURG itself; the write restarts
+					if err := unix.Tgkill(os.Getpid(), writer, unix.SIGURG); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			got := rec.readAll(t)
+			want := append(bytes.Repeat([]byte("b"), 4096), bytes.Repeat([]byte("a"), 4096)...)
+			if len(got) != 1 || !bytes.Equal(got[0], want) {
+				t.Fatalf("the fsync's change read as %d changes, first %q...", len(got), got)
+			}
+			if err := <-wrote; err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -34,15 +34,15 @@ func (n *Node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	case isHandle:
 		return n.LoopbackNode.Setattr(ctx, f, in, out) // the handle notes the size
 	}
-	if errno := n.waitRecorded(ctx); errno != 0 {
-		return errno
-	}
 	var before syscall.Stat_t
 	if err := syscall.Lstat(n.livePath(), &before); err != nil {
 		return n.fsys.errno("setattr", err)
 	}
 	if before.Size != int64(sz) {
-		n.dirtyingPath()
+		n.dirtyingPath() // first: see truncateOpened
+	}
+	if errno := n.waitRecorded(ctx); errno != 0 {
+		return errno
 	}
 	if errno := n.killPrivsFlagged(in, -1); errno != 0 {
 		return errno

@@ -48,6 +48,15 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	}
 	fh := n.openHandle(fd, flags, nil, FileID{}, truncFrom, watch)
 	_, pt := fh.(*passthroughHandle)
+	if pt && isWritable(flags) {
+		// Journaled (Dirtied) in openHandle, which kept a held change
+		// held; one queued since the wait above must be read before
+		// writes we never see go on.
+		if errno := n.waitRecorded(ctx); errno != 0 {
+			fh.(gofs.FileReleaser).Release(ctx)
+			return nil, 0, errno
+		}
+	}
 	truncate := flags&syscall.O_TRUNC != 0
 	if truncate {
 		if errno := n.truncateOpened(ctx, fd); errno != 0 {
@@ -85,14 +94,17 @@ func (n *Node) truncateOpened(ctx context.Context, fd int) syscall.Errno {
 	if st := fstat(fd); st != nil && st.Size == 0 {
 		return 0 // nothing to truncate, nothing to journal
 	}
-	if errno := n.waitRecorded(ctx); errno != 0 {
-		return errno
-	}
 	n.mu.Lock()
 	if n.sess != nil { // joined by openHandle
 		n.dirtyingLocked() // journaled before the live file changes
 	}
 	n.mu.Unlock()
+	// Dirtied first, then the wait: a held change is kept held by Dirtied
+	// (and merges with this session's report), a queued one is read
+	// before the truncation.
+	if errno := n.waitRecorded(ctx); errno != 0 {
+		return errno
+	}
 	if err := syscall.Ftruncate(fd, 0); err != nil {
 		return n.fsys.errno("open", err)
 	}
@@ -108,10 +120,10 @@ func (n *Node) truncateReadOnlyOpen(ctx context.Context, p string) syscall.Errno
 	if err := syscall.Lstat(p, &st); err != nil || st.Size == 0 {
 		return 0 // the open reports a missing file
 	}
+	n.dirtyingPath() // first: see truncateOpened
 	if errno := n.waitRecorded(ctx); errno != 0 {
 		return errno
 	}
-	n.dirtyingPath()
 	if err := syscall.Truncate(p, 0); err != nil {
 		return n.fsys.errno("open", err)
 	}

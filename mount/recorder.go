@@ -329,9 +329,15 @@ func (r *Recorder) WaitRead(ctx context.Context, id fs.FileID) error {
 // once the sink has read every change of id queued so far (WaitRead):
 // fs's keepRemoved calls it, past its cap of kept descriptors, before a
 // file whose changes reach it by reference only loses its last name.
+//
+// A held change a writer is changing the file under (dirtied) stays
+// held: read now, it would mix two versions; the writer's report carries
+// it, and the writer's descriptor keeps the file.
 func (r *Recorder) ReleaseRead(ctx context.Context, id fs.FileID) error {
 	r.mu.Lock()
-	r.releaseLocked(id)
+	if h := r.held[id]; h == nil || !h.writing {
+		r.releaseLocked(id)
+	}
 	r.mu.Unlock()
 	return r.WaitRead(ctx, id)
 }

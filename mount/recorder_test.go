@@ -291,3 +291,27 @@ func TestRecorderReleaseRead(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRecorderReleaseReadLeavesAWritersHold: a held change whose file a
+// writer has started changing again (dirtied) is not released by
+// ReleaseRead: it would be read under the writer.
+func TestRecorderReleaseReadLeavesAWritersHold(t *testing.T) {
+	sink := &readGateSink{release: make(chan struct{}), reads: make(chan fs.FileID, 4)}
+	close(sink.release)
+	r := NewRecorder(sink, time.Hour, quiet())
+	id := fs.NewFileID()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r.Changed(fs.Change{ID: id, Size: 1, Fsync: true}) // queued: the first of the interval
+	r.Changed(fs.Change{ID: id, Size: 2, Fsync: true}) // held: within the interval
+	r.dirtied(id)                                      // its writer goes on
+	if err := r.ReleaseRead(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sink.reads); n != 1 {
+		t.Fatalf("%d changes read, want the queued one only", n)
+	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
