@@ -102,9 +102,11 @@ func (s *snapshotter) added(snap index.Snapshot) {
 
 // warm lists the snapshots into the cache, so that the first "ls
 // .snapshots" of a mount (and the name check of its first mkdir) does
-// not scan the index: a mount starts it in the background.
+// not scan the index: a mount starts it in the background. It takes the
+// cached list itself, not a copy: with 5,000 snapshots a copy is 1 MB
+// of garbage at every mount's start (seen in H1's window).
 func (s *snapshotter) warm(ctx context.Context) {
-	if _, err := s.List(ctx); err != nil {
+	if _, err := s.shared(ctx); err != nil {
 		s.log.Debug("list snapshots", "err", err)
 	}
 }
