@@ -31,7 +31,7 @@ func BenchmarkSnapshotCreate(b *testing.B) {
 					e.touchPath(rel)
 					// Recorded before the timer starts, as the mount's
 					// recorder does at close.
-					if _, err := e.revs.Revision(context.Background(), fs.FileID{}, e.live+"/"+rel, 1); err != nil {
+					if _, _, err := e.revs.Revision(context.Background(), fs.FileID{}, e.live+"/"+rel, 1); err != nil {
 						b.Fatal(err)
 					}
 				}

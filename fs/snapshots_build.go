@@ -20,10 +20,13 @@ type Revisions interface {
 	// Revision returns the revision holding the current content of the
 	// live regular file at path (absolute), whose FileID is id (zero if
 	// it has none: it may give it one, see checkIDGiven) and whose size
-	// is size. It may record the content
+	// is size, and the size of that content, which the tree entry
+	// records: it reads no more than size bytes (a file being appended
+	// to grows meanwhile), fewer if it shrank. It may record the content
 	// now when no revision holds it; an empty file may give the null
-	// RevID.
-	Revision(ctx context.Context, id FileID, path string, size int64) (index.RevID, error)
+	// RevID. A file too large to record gives the null RevID and its
+	// size: the snapshot lists it, and an open of it fails (EFBIG).
+	Revision(ctx context.Context, id FileID, path string, size int64) (index.RevID, int64, error)
 }
 
 // Touch says that directory Dir must be serialised again at the next
@@ -299,7 +302,9 @@ func (w *walk) entry(rel, name string, dirIno uint64, prev *index.Tree) (index.T
 			w.links[x.Ino] = append(w.links[x.Ino], dirIno)
 		}
 		id := readID(path)
-		e.Rev, err = w.revs.Revision(w.ctx, id, path, int64(x.Size))
+		var size int64
+		e.Rev, size, err = w.revs.Revision(w.ctx, id, path, int64(x.Size))
+		e.Size = uint64(size)
 		if id.IsZero() { // given one even if the revision then failed
 			w.b.checkIDGiven(path, filepath.Join(rel, name))
 		}

@@ -60,37 +60,37 @@ func (r *storeRevs) Tree(ctx context.Context, h index.TreeHash) (*index.Tree, er
 	return r.st.Tree(h)
 }
 
-func (r *storeRevs) Revision(ctx context.Context, id fs.FileID, path string, size int64) (index.RevID, error) {
+func (r *storeRevs) Revision(ctx context.Context, id fs.FileID, path string, size int64) (index.RevID, int64, error) {
 	var st syscall.Stat_t
 	if err := syscall.Lstat(path, &st); err != nil {
-		return index.RevID{}, err
+		return index.RevID{}, 0, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k, ok := r.known[st.Ino]
 	if ok && k.size == st.Size && k.mtime == st.Mtim && k.ctime == st.Ctim {
-		return k.rev, nil
+		return k.rev, k.size, nil
 	}
 	if size == 0 && !ok {
-		return index.RevID{}, nil
+		return index.RevID{}, 0, nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return index.RevID{}, err
+		return index.RevID{}, 0, err
 	}
 	fid := k.rev.File
 	if !ok {
 		if fid, err = r.st.NewFile(path); err != nil {
-			return index.RevID{}, err
+			return index.RevID{}, 0, err
 		}
 	}
 	e, err := r.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: k.rev})
 	if err != nil {
-		return index.RevID{}, err
+		return index.RevID{}, 0, err
 	}
 	r.puts++
 	r.known[st.Ino] = knownRev{rev: e.ID(), size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
-	return e.ID(), nil
+	return e.ID(), int64(len(data)), nil
 }
 
 // The fs.Snapshots of the test.

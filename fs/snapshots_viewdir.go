@@ -64,7 +64,9 @@ func (l *viewLink) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 
 // viewFile is a regular file inside a snapshot. An open reads the whole
 // revision (rebuilt by the store) into the handle; reads are served from
-// it and the kernel may keep its page cache, since it never changes.
+// it and the kernel may keep its page cache, since it never changes. A
+// file the snapshot lists with a size but no revision was too large to
+// record: its open fails with EFBIG.
 type viewFile struct {
 	viewNode
 }
@@ -77,6 +79,11 @@ type viewHandle struct {
 func (f *viewFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
 		return nil, 0, syscall.EROFS
+	}
+	if f.e.Rev.IsNull() && f.e.Size > 0 {
+		// Too large to record (Revisions.Revision): listed, not held.
+		f.v.log.Warn("snapshot file not recorded: larger than a revision may be", "size", f.e.Size, "name", f.e.Name)
+		return nil, 0, syscall.EFBIG
 	}
 	if f.e.Rev.IsNull() {
 		return &viewHandle{}, fuse.FOPEN_KEEP_CACHE, 0

@@ -87,6 +87,16 @@
 // time from fsync to a durable revision of a 1 GiB new file); files over
 // 4 GiB are not recorded.
 //
+// A snapshot records what the recorder has not (a file open for
+// writing, one changed offline) through liveRevs (snapshot_revs.go): the
+// same streamed PutFrom, from a section of the live file exactly as long
+// as the size the tree entry took from its stat (a writer appending
+// meanwhile does not make the revision longer than its entry; a file
+// that shrank gives a shorter revision, whose size the entry takes), and
+// the store file is named by its live-relative path. A file over 4 GiB
+// is not read: the snapshot lists it with its size and no revision, and
+// its open inside the snapshot fails with EFBIG.
+//
 // # Crash safety
 //
 // Recording runs behind the live tree, so a mount killed (SIGKILL, a

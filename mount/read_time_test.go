@@ -123,7 +123,7 @@ func TestSnapshotRevisionIgnoresMtimeSetBack(t *testing.T) {
 	if err := os.Chtimes(p, old, old); err != nil {
 		t.Fatal(err)
 	}
-	rev, err := (&liveRevs{st: st, ls: ls}).Revision(ctx, id, p, 8)
+	rev, _, err := (&liveRevs{st: st, ls: ls, live: dir}).Revision(ctx, id, p, 8)
 	if err != nil {
 		t.Fatal(err)
 	}

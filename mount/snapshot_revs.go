@@ -1,10 +1,12 @@
 package mount
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -40,9 +42,19 @@ func (l *lockedSink) Ignores(ev Event) bool { return l.sink.Ignores(ev) }
 // a crash, a store snapshotted offline) or the file has none, it records
 // the live content now as the next revision, so a snapshot never names
 // anything but what the file held.
+//
+// It reads the live file up to the size the build took from its stat,
+// never past it (a file still being appended to would give a revision
+// longer than its tree entry), streamed as the recorder streams a big
+// new file (objstore.Store.PutFrom); a file that shrank meanwhile gives
+// a shorter revision, whose size the entry then takes. A file larger
+// than a revision may be (maxRecordBytes) is not read: as the recorder
+// leaves it unrecorded, the snapshot lists it, with its size and
+// metadata, and names no revision (see fs.Revisions).
 type liveRevs struct {
-	st *objstore.Store
-	ls *lockedSink
+	st   *objstore.Store
+	ls   *lockedSink
+	live string // the live tree's root: store files are named relative to it
 }
 
 var _ fs.TreeSource = (*liveRevs)(nil)
@@ -53,12 +65,15 @@ func (r *liveRevs) Tree(ctx context.Context, h index.TreeHash) (*index.Tree, err
 	return r.st.Tree(h)
 }
 
-func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size int64) (index.RevID, error) {
+func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size int64) (index.RevID, int64, error) {
+	if size > maxRecordBytes {
+		return index.NullRev, size, nil
+	}
 	r.ls.mu.Lock()
 	defer r.ls.mu.Unlock()
 	s := r.ls.sink
 	if s == nil {
-		return index.RevID{}, objstore.ErrReadOnly
+		return index.RevID{}, 0, objstore.ErrReadOnly
 	}
 	if id.IsZero() {
 		id = giveID(path)
@@ -72,66 +87,98 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 		prev = s.prev(fid)
 	}
 	if prev.IsNull() && size == 0 {
-		return index.RevID{}, nil
+		return index.RevID{}, 0, nil
 	}
 	var e index.Entry
 	if !prev.IsNull() {
 		var err error
 		if e, err = r.st.Entry(prev); err != nil {
-			return index.RevID{}, fmt.Errorf("revision %v: %w", prev, err)
+			return index.RevID{}, 0, fmt.Errorf("revision %v: %w", prev, err)
 		}
 		if unchangedSince(path, e) {
-			return prev, nil
+			return prev, int64(e.Size), nil
 		}
 	}
-	at := time.Now() // the revision's time: see objstore.PutRequest.Time
-	data, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return index.RevID{}, err
+		return index.RevID{}, 0, err
 	}
-	if !prev.IsNull() && e.Size == uint64(len(data)) && r.holds(ctx, e, data) {
-		return prev, nil
+	defer f.Close()
+	at := time.Now() // the revision's time: see objstore.PutRequest.Time
+	src := io.NewSectionReader(f, 0, size)
+	if !prev.IsNull() && e.Size == uint64(size) {
+		if same, err := r.holds(ctx, e, src); same || err != nil {
+			return prev, int64(e.Size), err
+		}
 	}
-	return r.record(ctx, id, fid, known, path, prev, data, at)
+	ne, err := r.record(ctx, id, fid, known, path, prev, src, at)
+	return ne.ID(), int64(ne.Size), err
 }
 
-// holds reports whether revision e's content is data. A revision
-// recorded from written ranges alone has no content hash
-// (index.FlagHashDeferred): its text is compared instead, or every
-// snapshot would record such a file again.
-func (r *liveRevs) holds(ctx context.Context, e index.Entry, data []byte) bool {
-	if e.Flags&index.FlagHashDeferred == 0 {
-		return e.Hash == xxhash.Sum64(data)
+// holds reports whether revision e's content is src's, streamed through
+// a hash. A revision recorded from written ranges alone has no content
+// hash (index.FlagHashDeferred): its text's is compared instead, or
+// every snapshot would record such a file again.
+func (r *liveRevs) holds(ctx context.Context, e index.Entry, src *io.SectionReader) (bool, error) {
+	h := xxhash.New()
+	n, err := io.Copy(h, src)
+	if err != nil {
+		return false, err
 	}
-	text, err := r.st.Get(ctx, e.ID())
-	return err == nil && bytes.Equal(text, data)
+	if n != int64(e.Size) { // it shrank meanwhile
+		return false, nil
+	}
+	want := e.Hash
+	if e.Flags&index.FlagHashDeferred != 0 {
+		text, err := r.st.Get(ctx, e.ID())
+		if err != nil {
+			return false, nil // recorded again, read back at verify
+		}
+		want = xxhash.Sum64(text)
+	}
+	return h.Sum64() == want, nil
 }
 
-// record stores data as the next revision of the live file.
-// at is when data was read.
-func (r *liveRevs) record(ctx context.Context, id fs.FileID, fid index.FileID, known bool, path string, prev index.RevID, data []byte, at time.Time) (index.RevID, error) {
+// record stores src as the next revision of the live file, named (a new
+// store file) by its live-relative path, as the recorder names it. at is
+// when src is read.
+func (r *liveRevs) record(ctx context.Context, id fs.FileID, fid index.FileID, known bool, path string, prev index.RevID, src *io.SectionReader, at time.Time) (index.Entry, error) {
 	s := r.ls.sink
 	if !known {
 		var err error
-		if fid, err = r.st.NewFile(path); err != nil {
-			return index.RevID{}, err
+		if fid, err = r.st.NewFile(r.rel(path)); err != nil {
+			return index.Entry{}, err
 		}
 		if !id.IsZero() {
 			if err := s.bind(id, fid); err != nil {
-				return index.RevID{}, err
+				return index.Entry{}, err
 			}
 		}
 	}
 	if err := s.syncIDs(); err != nil { // the mapping before the revision
-		return index.RevID{}, err
+		return index.Entry{}, err
 	}
-	e, err := r.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: prev, Time: at})
+	req := objstore.PutRequest{File: fid, P1: prev, Time: at}
+	e, commit, err := r.st.PutFrom(ctx, req, src, src.Size(), nil)
+	if err == nil {
+		err = commit()
+	}
 	if err != nil {
-		return index.RevID{}, fmt.Errorf("record %s for a snapshot: %w", path, err)
+		return index.Entry{}, fmt.Errorf("record %s for a snapshot: %w", r.rel(path), err)
 	}
 	s.last[fid] = e.ID()
 	delete(s.known, fid) // the next report's ranges start from an older revision
-	return e.ID(), nil
+	return e, nil
+}
+
+// rel is path relative to the live tree, slash-separated, as the
+// recorder names files (fs.Change.Path); path itself if it is not under it.
+func (r *liveRevs) rel(path string) string {
+	rel, err := filepath.Rel(r.live, path)
+	if r.live == "" || err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return path
+	}
+	return filepath.ToSlash(rel)
 }
 
 // ctimeSlack: file times come from the kernel's coarse clock (a tick of

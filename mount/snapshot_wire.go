@@ -30,7 +30,7 @@ func newSnapshotParts(st *objstore.Store, live string, ls *lockedSink, cfg Confi
 	p := &snapshotParts{snap: snap, hist: &historian{st: st, dir: filepath.Dir(live), ls: ls, snaps: snap}}
 	if ls != nil {
 		p.tree = fs.NewTreeBuilder(live)
-		p.snap.b, p.snap.revs = p.tree, &liveRevs{st: st, ls: ls}
+		p.snap.b, p.snap.revs = p.tree, &liveRevs{st: st, ls: ls, live: live}
 	}
 	return p
 }
