@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"math/bits"
 	"os"
 	"path/filepath"
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/objstore"
 )
 
 // idsFile maps live-tree FileIDs to store FileIDs: a log of records
@@ -71,10 +73,17 @@ func parseIDs(b []byte, ids map[fs.FileID]index.FileID) (scan idsScan, err error
 		if len(b) < len(idsHeader) && bytes.HasPrefix(idsHeader, b) {
 			return idsScan{}, nil // a header cut short: an empty file
 		}
+		if len(b) >= len(idsHeader) && bitsApart(b[:len(idsHeader)], idsHeader) <= 8 {
+			// A format 1 file starts with a random FileID: 8 bits or
+			// fewer from the header by chance once in ~2^31 stores. This
+			// is a damaged header, or a newer version: read as format 1,
+			// and rewritten, it would lose every mapping.
+			return scan, fmt.Errorf("%w: header %q is not %q", errIDs, b[:len(idsHeader)], idsHeader)
+		}
 		scan.v1 = true
 		for ; scan.good+idRecordLenV1 <= len(b); scan.good += idRecordLenV1 {
 			r := b[scan.good:]
-			ids[fs.FileID(r[:16])] = index.FileID(binary.BigEndian.Uint64(r[16:]))
+			setID(ids, fs.FileID(r[:16]), index.FileID(binary.BigEndian.Uint64(r[16:])))
 		}
 		return scan, nil
 	}
@@ -95,6 +104,15 @@ func parseIDs(b []byte, ids map[fs.FileID]index.FileID) (scan idsScan, err error
 		scan.good = off + idRecordLen
 	}
 	return scan, nil
+}
+
+// bitsApart counts the bits in which a and b (of one length) differ.
+func bitsApart(a, b []byte) int {
+	n := 0
+	for i := range a {
+		n += bits.OnesCount8(a[i] ^ b[i])
+	}
+	return n
 }
 
 // setID applies one record to ids.
@@ -124,8 +142,13 @@ func readIDs(dir string) (map[fs.FileID]index.FileID, error) {
 // openIDs reads the ids file at path into ids and opens it for
 // appending format 2 records: a new file gets its header, a format 1
 // file is rewritten as format 2 and a torn tail is cut off, each made
-// durable (file and directory) before it returns.
-func openIDs(path string, ids map[fs.FileID]index.FileID, log *slog.Logger) (*os.File, error) {
+// durable (file and directory) before it returns. st's format is raised
+// to objstore.FormatMountIDs first, so that an older build, which would
+// misread format 2, refuses the store.
+func openIDs(st *objstore.Store, path string, ids map[fs.FileID]index.FileID, log *slog.Logger) (*os.File, error) {
+	if err := st.RequireFormat(objstore.FormatMountIDs); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read %s: %w", path, err)

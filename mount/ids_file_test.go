@@ -10,6 +10,7 @@ import (
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/objstore"
 )
 
 func someIDs(n int) map[fs.FileID]index.FileID {
@@ -18,6 +19,17 @@ func someIDs(n int) map[fs.FileID]index.FileID {
 		ids[fs.NewFileID()] = index.FileID(i + 1)
 	}
 	return ids
+}
+
+// idsStore makes a store for openIDs to raise the format of.
+func idsStore(t *testing.T) *objstore.Store {
+	t.Helper()
+	st, err := objstore.Open(filepath.Join(t.TempDir(), "s.dfs"), objstore.Config{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 func encodeIDs(ids map[fs.FileID]index.FileID) []byte {
@@ -46,7 +58,7 @@ func TestIDsFileFormat1IsRewritten(t *testing.T) {
 		t.Fatalf("format 1 read: %v, %v", got, err)
 	}
 	got := map[fs.FileID]index.FileID{}
-	f, err := openIDs(p, got, quiet())
+	f, err := openIDs(idsStore(t), p, got, quiet())
 	if err != nil || !maps.Equal(got, want) {
 		t.Fatalf("openIDs: %v, %v", got, err)
 	}
@@ -84,7 +96,7 @@ func TestIDsFileTornTailAndDamage(t *testing.T) {
 			t.Fatalf("%s: read %v, %v", name, got, err)
 		}
 		got := map[fs.FileID]index.FileID{}
-		f, err := openIDs(p, got, quiet())
+		f, err := openIDs(idsStore(t), p, got, quiet())
 		if err != nil || !maps.Equal(got, want) {
 			t.Fatalf("%s: openIDs %v, %v", name, got, err)
 		}
@@ -101,8 +113,19 @@ func TestIDsFileTornTailAndDamage(t *testing.T) {
 	if _, err := readIDs(dir); !errors.Is(err, errIDs) {
 		t.Fatalf("a damaged record: %v, want errIDs", err)
 	}
-	if _, err := openIDs(p, map[fs.FileID]index.FileID{}, quiet()); !errors.Is(err, errIDs) {
+	if _, err := openIDs(idsStore(t), p, map[fs.FileID]index.FileID{}, quiet()); !errors.Is(err, errIDs) {
 		t.Fatalf("openIDs of a damaged record: %v, want errIDs", err)
+	}
+	// A damaged header (or a newer version's) is damage, not format 1.
+	for _, flip := range []int{0, 7} {
+		damaged = append([]byte(nil), good...)
+		damaged[flip] ^= 0x04
+		if err := os.WriteFile(p, damaged, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readIDs(dir); !errors.Is(err, errIDs) {
+			t.Fatalf("header byte %d flipped: %v, want errIDs", flip, err)
+		}
 	}
 }
 

@@ -55,6 +55,11 @@ type storeSink struct {
 	// writes them with one write(2) before its fsync: a window of new
 	// files cost a write per file (10,000 for an untar).
 	unwritten []byte
+	// idsErr, once set, is the failed write or fsync of the ids file:
+	// what of it reached the disk is unknown, so the sink records nothing
+	// more (every put needs its mapping durable first); the journal
+	// keeps those files for the next mount's redo.
+	idsErr error
 	// liveRead counts the bytes read from live files to record them:
 	// what recording costs (tests and benchmarks read it).
 	liveRead atomic.Int64
@@ -73,7 +78,7 @@ type idsLog interface {
 // openStoreSink loads the id map of the store in dir.
 func openStoreSink(st *objstore.Store, path string, log *slog.Logger) (*storeSink, error) {
 	s := &storeSink{st: st, log: log, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}, restoring: map[index.FileID]index.RevID{}, forked: map[fs.FileID]index.RevID{}, saveWindow: saveWindow}
-	f, err := openIDs(path, s.ids, log)
+	f, err := openIDs(st, path, s.ids, log)
 	if err != nil {
 		return nil, err
 	}
@@ -446,8 +451,11 @@ func (s *storeSink) transfer(id, old fs.FileID, fid index.FileID) error {
 const maxForked = 4096
 
 // syncIDs appends the records bound since its last call to the ids file
-// and makes them durable.
+// and makes them durable; after a failure it fails for good (idsErr).
 func (s *storeSink) syncIDs() error {
+	if s.idsErr != nil {
+		return s.idsErr
+	}
 	if len(s.unwritten) == 0 {
 		return nil
 	}
@@ -455,24 +463,31 @@ func (s *storeSink) syncIDs() error {
 		return err
 	}
 	if err := s.f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", idsFile, err)
+		return s.idsFailed(fmt.Errorf("fsync %s: %w", idsFile, err))
 	}
 	return nil
 }
 
 // writeIDs appends the records bound since the last write, with one
-// write(2); after a failed write they are not written again (as when
-// each record had its write: the jobs that needed them are not put).
+// write(2).
 func (s *storeSink) writeIDs() error {
-	if len(s.unwritten) == 0 {
-		return nil
+	if s.idsErr != nil || len(s.unwritten) == 0 {
+		return s.idsErr
 	}
 	_, err := s.f.Write(s.unwritten)
 	s.unwritten = s.unwritten[:0]
 	if err != nil {
-		return fmt.Errorf("append %s: %w", idsFile, err)
+		return s.idsFailed(fmt.Errorf("append %s: %w", idsFile, err))
 	}
 	return nil
+}
+
+// idsFailed stops the sink after err, a failed write or fsync of the ids
+// file (see idsErr), and returns the error every later put gets.
+func (s *storeSink) idsFailed(err error) error {
+	s.idsErr = fmt.Errorf("%w; no revision is recorded until the next mount", err)
+	s.log.Error("the map of live files to their histories cannot be written; recording stopped", "err", err)
+	return s.idsErr
 }
 
 // prev returns the newest revision of fid, or the null RevID.

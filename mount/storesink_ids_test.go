@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/deltafs/deltafs/fs"
@@ -141,5 +142,74 @@ func TestIDsDurableBeforeFirstRevision(t *testing.T) {
 	}
 	if m, err := st.File(onDisk[ids[n]]); err != nil || m.Name != "3" || m.Revs != 2 {
 		t.Errorf("the atomic save maps to store file %+v (%v), want file 3's, with 2 revisions", m, err)
+	}
+}
+
+// failingIDs fails the n-th Write or Sync of the ids file (a disk error).
+type failingIDs struct {
+	idsLog
+	failWrite, failSync bool
+}
+
+func (f *failingIDs) Write(b []byte) (int, error) {
+	if f.failWrite {
+		f.failWrite = false
+		n, _ := f.idsLog.Write(b[:min(len(b), 10)]) // cut short: ENOSPC part way
+		return n, syscall.ENOSPC
+	}
+	return f.idsLog.Write(b)
+}
+
+func (f *failingIDs) Sync() error {
+	if f.failSync {
+		f.failSync = false
+		return syscall.EIO
+	}
+	return f.idsLog.Sync()
+}
+
+// After a failed write or fsync of live.ids the sink records nothing
+// more: a later change of the same file, whose mapping the sink already
+// holds in memory, would be put with that mapping never made durable
+// (and gc would take its history for a deleted file's after a restart).
+// A new sink over the same ids file maps what was durable and nothing
+// torn.
+func TestIDsFailureStopsRecording(t *testing.T) {
+	for _, failWrite := range []bool{false, true} {
+		t.Run(fmt.Sprintf("failWrite=%v", failWrite), func(t *testing.T) {
+			dir, st, sink := openTestSink(t)
+			sink.f = &failingIDs{idsLog: sink.f, failWrite: failWrite, failSync: !failWrite}
+			id := fs.NewFileID()
+			record := func(data []byte) error {
+				p := filepath.Join(dir, "f")
+				if err := os.WriteFile(p, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				c := fs.Change{Path: "f", ID: id, Size: int64(len(data)), New: true}
+				var err error
+				if c.Content, err = os.Open(p); err != nil {
+					t.Fatal(err)
+				}
+				return sink.Record(context.Background(), Event{Change: &c, read: newReadSignal()})
+			}
+			if err := record([]byte("one")); err == nil {
+				t.Fatal("the first change was recorded although live.ids failed")
+			}
+			if err := record([]byte("two")); err == nil {
+				t.Fatal("a later change was recorded after live.ids failed")
+			}
+			for f := index.FileID(1); f < 4; f++ {
+				if m, err := st.File(f); err == nil && m.Revs > 0 {
+					t.Fatalf("store file %d has %d revisions", f, m.Revs)
+				}
+			}
+			ids := map[fs.FileID]index.FileID{}
+			b, _ := os.ReadFile(filepath.Join(dir, idsFile))
+			// A failed fsync may leave the record (harmless: its store
+			// file has no revision); a write cut short leaves a torn tail.
+			if _, err := parseIDs(b, ids); err != nil || failWrite && len(ids) != 0 {
+				t.Fatalf("live.ids after the failure: %v (%v)", ids, err)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -222,7 +223,7 @@ func TestFormat1StoreOpens(t *testing.T) {
 	if got, err := s.Get(ctx, eb.ID()); err != nil || !bytes.Equal(got, big) {
 		t.Fatalf("chunked revision after reopen: %v", err)
 	}
-	if _, err := parseFormat(dir, []byte(formatMagic+"\nformat 0\n")); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "1 to 3") {
+	if _, err := parseFormat(dir, []byte(formatMagic+"\nformat 0\n")); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), fmt.Sprintf("1 to %d", FormatVersion)) {
 		t.Fatalf("format 0: %v", err)
 	}
 }

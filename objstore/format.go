@@ -13,15 +13,38 @@ import (
 // version from oldestFormat on. Version 2 added chunked fulltexts
 // (record flag recFlagChunked, chunked.go), version 3 streamed ones
 // whose chunk table comes last in their checksum (recFlagLateTable,
-// record.go). A store opens as it is and keeps its version, readable by
-// older builds, until its first record that needs a newer one: then
-// FORMAT and the index's version are raised to it (Store.needFormat),
-// so that an older build refuses the store with ErrFormat instead of
-// failing on a record it cannot decode.
+// record.go). Version 4 changes no record: it is the mount's live.ids
+// in its checksummed form (package mount), which an older build would
+// misread as garbage mappings (and its gc then take every live file's
+// history for a deleted file's); the mount raises it (RequireFormat)
+// before it writes that form. A store opens as it is and keeps its
+// version, readable by older builds, until its first record (or file)
+// that needs a newer one: then FORMAT and the index's version are raised
+// to it (Store.needFormat), so that an older build refuses the store with
+// ErrFormat instead of failing on what it cannot read.
 const (
-	FormatVersion = 3
+	FormatVersion = 4
 	oldestFormat  = 1
 )
+
+// FormatMountIDs is the version that introduced the mount's checksummed
+// live.ids.
+const FormatMountIDs = 4
+
+// RequireFormat raises the store's format to at least v (at most
+// FormatVersion), durably, for a caller about to write something in the
+// store directory that older builds must not read.
+func (s *Store) RequireFormat(v int) error {
+	if v > FormatVersion {
+		return fmt.Errorf("objstore: format %d: %w", v, ErrFormat)
+	}
+	if s.cfg.ReadOnly {
+		return ErrReadOnly
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.needFormat(v)
+}
 
 // The versions that introduced chunked fulltexts and late tables.
 const (

@@ -112,3 +112,32 @@ func FuzzParseFormat(f *testing.F) {
 		}
 	})
 }
+
+// RequireFormat raises a store written by an older build (FORMAT and the
+// index's version) durably: a reopen, as an older build would, reads the
+// new version; a version past this build's and a read-only store refuse.
+func TestRequireFormatRaises(t *testing.T) {
+	dir := t.TempDir()
+	s := openAtFormat(t, dir, 3)
+	if err := s.RequireFormat(FormatMountIDs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RequireFormat(FormatVersion + 1); !errors.Is(err, ErrFormat) {
+		t.Fatalf("a version past this build's: %v, want ErrFormat", err)
+	}
+	s.Close()
+	if v, err := readFormat(dir); err != nil || v != FormatMountIDs {
+		t.Fatalf("FORMAT says %d (%v), want %d", v, err, FormatMountIDs)
+	}
+	ro, err := Open(dir, Config{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if ro.format != FormatMountIDs {
+		t.Fatalf("index format %d, want %d", ro.format, FormatMountIDs)
+	}
+	if err := ro.RequireFormat(FormatMountIDs); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("read-only: %v, want ErrReadOnly", err)
+	}
+}

@@ -342,8 +342,8 @@ func TestPutFromRaisesFormat2(t *testing.T) {
 		}
 	}
 	verifyClean(t, s)
-	if _, err := parseFormat(dir, []byte(formatMagic+"\nformat 4\n")); !errors.Is(err, ErrFormat) {
-		t.Fatalf("format 4: %v", err)
+	if _, err := parseFormat(dir, []byte(fmt.Sprintf("%s\nformat %d\n", formatMagic, FormatVersion+1))); !errors.Is(err, ErrFormat) {
+		t.Fatalf("format past this build's: %v", err)
 	}
 }
 
