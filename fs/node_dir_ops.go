@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"os"
 	"path"
 	"syscall"
 
@@ -21,6 +22,7 @@ func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	}
 	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
 	if errno == 0 {
+		n.inheritGroup(name, out)
 		liveEntry(ch, out)
 		n.touchNewDir(ch.StableAttr().Ino)
 	}
@@ -32,6 +34,9 @@ func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 		return nil, syscall.EEXIST
 	}
 	ch, errno := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+	if errno == 0 {
+		n.inheritGroup(name, out)
+	}
 	if errno == 0 && mode&syscall.S_IFMT == syscall.S_IFREG {
 		giveIDBeforeReply(n.childPath(name), out)
 	}
@@ -40,6 +45,24 @@ func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 		n.touchChild(ch.StableAttr().Ino)
 	}
 	return ch, errno
+}
+
+// inheritGroup gives child name, just made by go-fuse's loopback (which
+// chowns it to its caller, uid and gid), the group of n when n is a
+// setgid directory, as the kernel does for the caller.
+func (n *Node) inheritGroup(name string, out *fuse.EntryOut) {
+	var dir syscall.Stat_t
+	if os.Getuid() != 0 || syscall.Lstat(n.livePath(), &dir) != nil || dir.Mode&syscall.S_ISGID == 0 || out.Gid == dir.Gid {
+		return
+	}
+	p := n.childPath(name)
+	if syscall.Lchown(p, -1, int(dir.Gid)) != nil {
+		return
+	}
+	var st syscall.Stat_t
+	if syscall.Lstat(p, &st) == nil {
+		out.FromStat(&st)
+	}
 }
 
 // giveIDBeforeReply gives the regular file Mknod just made at path its
@@ -63,6 +86,7 @@ func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	}
 	ch, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
 	if errno == 0 {
+		n.inheritGroup(name, out)
 		liveEntry(ch, out)
 		n.touchChild(ch.StableAttr().Ino)
 	}

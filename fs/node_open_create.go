@@ -181,10 +181,19 @@ func chownToCaller(ctx context.Context, fd int, mode uint32, st *syscall.Stat_t)
 		return false
 	}
 	caller, ok := fuse.FromContext(ctx)
-	if !ok || st.Uid == caller.Uid && st.Gid == caller.Gid {
+	if !ok {
 		return false
 	}
-	if syscall.Fchown(fd, int(caller.Uid), int(caller.Gid)) != nil {
+	// The kernel gave the file the group of a setgid parent directory
+	// (a group other than ours): it keeps it, as it would for the caller.
+	gid := int(caller.Gid)
+	if st.Gid != uint32(os.Getegid()) {
+		gid = int(st.Gid)
+	}
+	if st.Uid == caller.Uid && st.Gid == uint32(gid) {
+		return false
+	}
+	if syscall.Fchown(fd, int(caller.Uid), gid) != nil {
 		return false
 	}
 	if special := mode & (syscall.S_ISUID | syscall.S_ISGID); special != 0 {
