@@ -13,6 +13,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/compress/s2"
+	"golang.org/x/sys/unix"
 )
 
 // A streamed chunked fulltext is the record of chunked.go, written
@@ -85,7 +86,10 @@ type streamer struct {
 	// with, to be read and encoded into again: fresh ones cost a page
 	// fault every 4 KiB.
 	texts, outs [][]byte
-	stored      []int // per chunk, the length written
+	// mapped is the source mapped whole (mmap.go), if it could be: its
+	// chunks are read in place, not copied, and never recycled.
+	mapped []byte
+	stored []int // per chunk, the length written
 	// encCost is how long an encoder took for a chunk, pace how long the
 	// appender takes per chunk (moving averages): an encoder starts only
 	// a chunk the appender will not reach before it is encoded.
@@ -115,12 +119,16 @@ func streamChunked(ctx context.Context, src io.ReaderAt, size int64, f *os.File,
 	st := &streamer{src: src, size: size, jobs: make([]chunkJob, n), state: make([]byte, n),
 		stored: make([]int, n), shared: make([]bool, n), window: streamWindow*max(workers, 1) + 1}
 	st.cond = sync.NewCond(&st.mu)
-	var wg sync.WaitGroup
-	wg.Go(func() { st.read(ctx) })
-	for range workers {
-		wg.Go(st.encode)
+	if m := mapSource(src, size); m != nil {
+		st.mapped = m
+		defer unix.Munmap(m)
 	}
-	out, err := st.appendAll(f, off+chunkHeaderLen+chunkEntryLen*int64(n))
+	var wg sync.WaitGroup
+	wg.Go(func() { st.guarded(func() { st.read(ctx) }) })
+	for range workers {
+		wg.Go(func() { st.guarded(st.encode) })
+	}
+	out, err := st.appendMapped(f, off+chunkHeaderLen+chunkEntryLen*int64(n))
 	wg.Wait()
 	if err == nil {
 		err = st.err
@@ -181,19 +189,25 @@ func (st *streamer) read(ctx context.Context) {
 			return
 		}
 		off := int64(i) * chunkSize
-		if n := min(chunkSize, st.size-off); int64(cap(buf)) >= n {
+		n := min(chunkSize, st.size-off)
+		switch {
+		case st.mapped != nil:
+			buf = st.mapped[off : off+n : off+n]
+		case int64(cap(buf)) >= n:
 			buf = buf[:n]
-		} else {
+		default:
 			buf = make([]byte, n)
 		}
-		if m, err := st.src.ReadAt(buf, off); m < len(buf) {
-			if err == nil || errors.Is(err, io.EOF) {
-				err = errStreamSize
+		if st.mapped == nil {
+			if m, err := st.src.ReadAt(buf, off); m < len(buf) {
+				if err == nil || errors.Is(err, io.EOF) {
+					err = errStreamSize
+				}
+				st.fail(fmt.Errorf("read at %d: %w", off, err))
+				return
 			}
-			st.fail(fmt.Errorf("read at %d: %w", off, err))
-			return
 		}
-		d.Write(buf)
+		d.Write(buf) // a mapped chunk faults in here (or, cut short, panics: catchFault)
 		st.mu.Lock()
 		st.jobs[i].text = buf
 		st.nread++
@@ -201,7 +215,7 @@ func (st *streamer) read(ctx context.Context) {
 		st.mu.Unlock()
 	}
 	var one [1]byte
-	if m, _ := st.src.ReadAt(one[:], st.size); m > 0 {
+	if m, _ := st.src.ReadAt(one[:], st.size); m > 0 || st.mapped != nil && !sizeIs(st.src.(*os.File), st.size) {
 		st.fail(errStreamSize)
 		return
 	}
@@ -256,14 +270,15 @@ func (st *streamer) encoded(i int, out []byte, codec byte, buf []byte) {
 		if st.shared[i] {
 			st.shared[i] = false // the appender recycles the text
 		} else {
-			st.texts = append(st.texts, j.text)
+			st.recycle(j.text)
 			j.text = nil
 		}
 		return
 	}
 	j.out, j.codec = out, codec
 	if codec == chunkS2 {
-		st.texts, j.text = append(st.texts, j.text), nil
+		st.recycle(j.text)
+		j.text = nil
 	} else {
 		st.outs = append(st.outs, buf)
 	}
@@ -371,7 +386,7 @@ func (st *streamer) done(i int) {
 	case st.shared[i]:
 		st.shared[i] = false // its encoder recycles the text
 	default:
-		st.texts = append(st.texts, j.text)
+		st.recycle(j.text)
 		j.text = nil
 	}
 	j.out = nil
