@@ -47,12 +47,13 @@
 // on every core, raw where they do not compress, and decoded straight
 // into the text on read; smaller fulltexts are one zstd frame. A big
 // first revision with nothing to delta against (a new file's: M1) can be
-// put from its source (PutFrom, chunked_stream.go): read, hashed, encoded
-// and written chunk by chunk, overlapping, with the chunks no encoder got
-// to first stored raw (index.FlagFastZstd, so that a repack compresses
-// them); it holds a few chunks, not the text and its encoding, and its
-// checksum sums the chunk table last (format 3), so that it is summed as
-// the chunks are written, never read back. Big
+// put from its source (PutFrom, chunked_stream.go): read (through a
+// mapping of the file, stream_map.go), hashed, encoded and written
+// (with direct I/O, direct_write.go) chunk by chunk, overlapping, with
+// the chunks no encoder got to first stored raw (index.FlagFastZstd, so
+// that a repack compresses them); it holds a few chunks, not the text
+// and its encoding, and its checksum sums the chunk table last (format
+// 3), so that it is summed as the chunks are written, never read back. Big
 // delta payloads (bigDelta, 8 MiB, and more: a writer's many scattered
 // writes) are zstd too, compressed in 4 MiB chunks on every core as
 // concatenated frames, which read back as one zstd stream.
