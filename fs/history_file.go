@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"syscall"
@@ -163,6 +164,9 @@ func (f *histFile) listing(ctx context.Context, id FileID) ([]fuse.DirEntry, err
 		ents := f.ents // appending past len never touches what handles read
 		for rev := have; rev < n; rev++ {
 			r, err := f.v.hist.Revision(ctx, id, index.Rev(rev))
+			if errors.Is(err, index.ErrNotFound) {
+				continue // a number gc left free
+			}
 			if err != nil {
 				return nil, err
 			}
