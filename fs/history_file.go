@@ -260,9 +260,7 @@ type histRev struct {
 	r        Revision
 	uid, gid uint32
 
-	mu    sync.Mutex
-	opens int
-	data  []byte // the content while opens > 0 and it has been read
+	text sharedText
 }
 
 var (
@@ -300,26 +298,14 @@ func (n *histRev) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
 		return nil, 0, syscall.EROFS
 	}
-	n.mu.Lock()
-	n.opens++
-	n.mu.Unlock()
+	n.text.open()
 	return &histHandle{n: n}, fuse.FOPEN_KEEP_CACHE, 0
 }
 
 // content returns the revision's bytes, reading them at the first call
 // of the current opens.
 func (n *histRev) content(ctx context.Context) ([]byte, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.data != nil || n.r.Size == 0 {
-		return n.data, nil
-	}
-	b, err := n.v.hist.Read(ctx, n.r.ID)
-	if err != nil {
-		return nil, err
-	}
-	n.data = b
-	return b, nil
+	return n.text.get(ctx, n.r.Size, func(ctx context.Context) ([]byte, error) { return n.v.hist.Read(ctx, n.r.ID) })
 }
 
 // histHandle is an open revision.
@@ -342,12 +328,6 @@ func (h *histHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 
 // Release drops the content with the last open.
 func (h *histHandle) Release(ctx context.Context) syscall.Errno {
-	h.released.Do(func() {
-		h.n.mu.Lock()
-		defer h.n.mu.Unlock()
-		if h.n.opens--; h.n.opens == 0 {
-			h.n.data = nil
-		}
-	})
+	h.released.Do(h.n.text.release)
 	return 0
 }

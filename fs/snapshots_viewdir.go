@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"sync"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -62,19 +63,24 @@ func (l *viewLink) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	return []byte(l.e.Target), 0
 }
 
-// viewFile is a regular file inside a snapshot. An open reads the whole
-// revision (rebuilt by the store) into the handle; reads are served from
-// it and the kernel may keep its page cache, since it never changes. A
-// file the snapshot lists with a size but no revision was too large to
-// record: its open fails with EFBIG.
+// viewFile is a regular file inside a snapshot. Its content is read
+// from the store (rebuilt) at the first read of an open, shared by the
+// opens of the file and dropped with the last (sharedText); the kernel
+// may keep its page cache, since it never changes. A file the snapshot
+// lists with a size but no revision was too large to record: its open
+// fails with EFBIG.
 type viewFile struct {
 	viewNode
+	text sharedText
 }
 
-// viewHandle holds an open snapshot file's content.
+// viewHandle is an open snapshot file.
 type viewHandle struct {
-	data []byte
+	f        *viewFile
+	released sync.Once
 }
+
+var _ = (gofs.FileReleaser)((*viewHandle)(nil))
 
 func (f *viewFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
@@ -85,24 +91,36 @@ func (f *viewFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 		f.v.log.Warn("snapshot file not recorded: larger than a revision may be", "size", f.e.Size, "name", f.e.Name)
 		return nil, 0, syscall.EFBIG
 	}
+	f.text.open()
+	return &viewHandle{f: f}, fuse.FOPEN_KEEP_CACHE, 0
+}
+
+// content returns the file's bytes, reading them at the first call of
+// the current opens.
+func (f *viewFile) content(ctx context.Context) ([]byte, error) {
 	if f.e.Rev.IsNull() {
-		return &viewHandle{}, fuse.FOPEN_KEEP_CACHE, 0
+		return nil, nil
 	}
-	data, err := f.v.snaps.Read(ctx, f.e.Rev)
-	if err != nil {
-		return nil, 0, snapErrno(f.v.log, "open", err)
-	}
-	return &viewHandle{data: data}, fuse.FOPEN_KEEP_CACHE, 0
+	return f.text.get(ctx, f.e.Size, func(ctx context.Context) ([]byte, error) { return f.v.snaps.Read(ctx, f.e.Rev) })
 }
 
 func (f *viewFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	h, ok := fh.(*viewHandle)
-	if !ok {
+	if _, ok := fh.(*viewHandle); !ok {
 		return nil, syscall.EBADF
 	}
-	if off >= int64(len(h.data)) {
+	data, err := f.content(ctx)
+	if err != nil {
+		return nil, snapErrno(f.v.log, "read", err)
+	}
+	if off >= int64(len(data)) {
 		return fuse.ReadResultData(nil), 0
 	}
-	end := min(off+int64(len(dest)), int64(len(h.data)))
-	return fuse.ReadResultData(h.data[off:end]), 0
+	end := min(off+int64(len(dest)), int64(len(data)))
+	return fuse.ReadResultData(data[off:end]), 0
+}
+
+// Release drops the content with the file's last open.
+func (h *viewHandle) Release(ctx context.Context) syscall.Errno {
+	h.released.Do(h.f.text.release)
+	return 0
 }

@@ -172,8 +172,12 @@ func (s *Store) getBuf(n uint64) []byte {
 
 // putBuf recycles b, which nothing may use afterwards. sync.Pool drops
 // what is not reused within two collections, so idle buffers do not stay.
+//
+// A buffer of a big text (bigFull or more) is not kept: the pool would pin
+// hundreds of MiB until two collections later, which on an idle mount can
+// be minutes, and the rare next read of such a text can afford its own.
 func (s *Store) putBuf(b []byte) {
-	if cap(b) > 0 {
+	if cap(b) > 0 && cap(b) < bigFull {
 		s.bufs.Put(&b)
 	}
 }

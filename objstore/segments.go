@@ -209,14 +209,31 @@ func (s *segments) readAt(seg uint32, off uint64, n int) ([]byte, error) {
 		return nil, err
 	}
 	b := make([]byte, n)
+	if err := readFull(f, seg, off, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// readInto fills b from segment seg at off, for a reader that recycles
+// its buffer.
+func (s *segments) readInto(seg uint32, off uint64, b []byte) error {
+	f, err := s.file(seg, false)
+	if err != nil {
+		return err
+	}
+	return readFull(f, seg, off, b)
+}
+
+func readFull(f *os.File, seg uint32, off uint64, b []byte) error {
 	m, err := f.ReadAt(b, int64(off))
-	if m == n {
-		return b, nil
+	if m == len(b) {
+		return nil
 	}
 	if err == nil || errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: read %d of %d bytes", errShort, m, n)
+		return fmt.Errorf("%w: read %d of %d bytes", errShort, m, len(b))
 	}
-	return nil, fmt.Errorf("objstore: read segment %d at %d: %w", seg, off, err)
+	return fmt.Errorf("objstore: read segment %d at %d: %w", seg, off, err)
 }
 
 func (s *segments) close() error {
