@@ -20,6 +20,21 @@ func FuzzApply(f *testing.F) {
 	f.Add(base, must(EncodeWrites(int64(len(base)), 100, int64(len(hole)), spans, bytes.NewReader(hole))))
 	f.Fuzz(func(t *testing.T, base, d []byte) {
 		out, err := Apply(base, d)
+		// ApplyInPlace over a copy of the base (with room to grow) agrees:
+		// where it applies, the same bytes; where it declines, the base
+		// untouched; never a delta Apply refuses.
+		own := append(make([]byte, 0, len(base)+len(out)), base...)
+		in, ok, ierr := ApplyInPlace(own, d)
+		switch {
+		case err != nil && ok:
+			t.Fatalf("ApplyInPlace took a delta Apply refuses (%v)", err)
+		case err == nil && ierr != nil:
+			t.Fatalf("ApplyInPlace refused a delta Apply takes: %v", ierr)
+		case ok && !bytes.Equal(in, out):
+			t.Fatal("ApplyInPlace gave other bytes than Apply")
+		case !ok && !bytes.Equal(own, base):
+			t.Fatal("ApplyInPlace declined but changed the base")
+		}
 		if err != nil {
 			return
 		}
@@ -43,6 +58,7 @@ func FuzzRoundTrip(f *testing.F) {
 	text := textLike(8, 3000)
 	f.Add(text, append(bytes.Clone(text[:1500]), append([]byte("inserted"), text[1500:]...)...))
 	f.Add(bytes.Repeat([]byte{0}, 1000), bytes.Repeat([]byte{0}, 1001))
+	f.Add(text, append(bytes.Clone(text[:700]), text[900:]...)) // in place
 	f.Fuzz(func(t *testing.T, base, target []byte) {
 		for name, d := range map[string][]byte{
 			"encode": Encode(base, target),
@@ -51,6 +67,10 @@ func FuzzRoundTrip(f *testing.F) {
 			got, err := Apply(base, d)
 			if err != nil || !bytes.Equal(got, target) {
 				t.Fatalf("%s: round trip failed: %v", name, err)
+			}
+			own := append(make([]byte, 0, max(len(base), len(target))), base...)
+			if in, ok, err := ApplyInPlace(own, d); err != nil || ok && !bytes.Equal(in, target) || !ok && !bytes.Equal(own, base) {
+				t.Fatalf("%s: in place: ok %v, %v", name, ok, err)
 			}
 		}
 		z, err := EncodeZstd(base, target, 1)
