@@ -16,19 +16,29 @@ import (
 )
 
 // listHistory is a History of one file whose revisions a test adds, as
-// the recorder does: only ever appended.
+// the recorder does: only ever appended, numbered on from the last, past
+// numbers a gc left free (skip).
 type listHistory struct {
 	id   FileID
 	mu   sync.Mutex
 	revs []Revision
+	next index.Rev
 }
 
 func (h *listHistory) add() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := len(h.revs)
-	h.revs = append(h.revs, Revision{ID: index.RevID{File: 7, Rev: index.Rev(n)}, Size: uint64(n),
-		Time: time.Date(2026, 11, 30, 12, 0, n, 0, time.UTC).UnixNano()})
+	n := h.next
+	h.next++
+	h.revs = append(h.revs, Revision{ID: index.RevID{File: 7, Rev: n}, Size: uint64(n),
+		Time: time.Date(2026, 11, 30, 12, 0, int(n), 0, time.UTC).UnixNano()})
+}
+
+// skip leaves the next n revision numbers free, as gc removing them does.
+func (h *listHistory) skip(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.next += index.Rev(n)
 }
 
 func (h *listHistory) Revisions(ctx context.Context, id FileID) ([]Revision, error) {
@@ -40,17 +50,23 @@ func (h *listHistory) Revisions(ctx context.Context, id FileID) ([]Revision, err
 	return slices.Clone(h.revs), nil
 }
 
+// Len is the newest revision's number + 1, as the store's is.
 func (h *listHistory) Len(ctx context.Context, id FileID) (int, error) {
 	revs, err := h.Revisions(ctx, id)
-	return len(revs), err
+	if len(revs) == 0 {
+		return 0, err
+	}
+	return int(revs[len(revs)-1].ID.Rev) + 1, err
 }
 
 func (h *listHistory) Revision(ctx context.Context, id FileID, rev index.Rev) (Revision, error) {
 	revs, _ := h.Revisions(ctx, id)
-	if int(rev) >= len(revs) {
-		return Revision{}, index.ErrNotFound
+	for _, r := range revs {
+		if r.ID.Rev == rev {
+			return r, nil
+		}
 	}
-	return revs[rev], nil
+	return Revision{}, index.ErrNotFound
 }
 
 func (h *listHistory) Read(ctx context.Context, id index.RevID) ([]byte, error) {

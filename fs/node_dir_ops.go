@@ -2,7 +2,6 @@ package fs
 
 import (
 	"context"
-	"os"
 	"path"
 	"syscall"
 
@@ -52,7 +51,7 @@ func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 // setgid directory, as the kernel does for the caller.
 func (n *Node) inheritGroup(name string, out *fuse.EntryOut) {
 	var dir syscall.Stat_t
-	if os.Getuid() != 0 || syscall.Lstat(n.livePath(), &dir) != nil || dir.Mode&syscall.S_ISGID == 0 || out.Gid == dir.Gid {
+	if serverUID != 0 || syscall.Lstat(n.livePath(), &dir) != nil || dir.Mode&syscall.S_ISGID == 0 || out.Gid == dir.Gid {
 		return
 	}
 	p := n.childPath(name)

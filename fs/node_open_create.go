@@ -168,6 +168,13 @@ func (n *Node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryO
 	return nil, nil, 0, syscall.EOPNOTSUPP
 }
 
+// serverUID and serverGID are this process's user and effective group,
+// asked once: Create checks them for every new file.
+var (
+	serverUID = os.Getuid()
+	serverGID = uint32(os.Getegid())
+)
+
 // chownToCaller gives a new file, whose attributes are st, to the
 // calling user when the server runs as root (as the kernel would for a
 // local file), and reports whether it changed the file. A file the
@@ -177,7 +184,7 @@ func (n *Node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryO
 // mode the kernel let through (it strips a setgid the caller may not
 // set) are put back.
 func chownToCaller(ctx context.Context, fd int, mode uint32, st *syscall.Stat_t) bool {
-	if os.Getuid() != 0 {
+	if serverUID != 0 {
 		return false
 	}
 	caller, ok := fuse.FromContext(ctx)
@@ -187,7 +194,7 @@ func chownToCaller(ctx context.Context, fd int, mode uint32, st *syscall.Stat_t)
 	// The kernel gave the file the group of a setgid parent directory
 	// (a group other than ours): it keeps it, as it would for the caller.
 	gid := int(caller.Gid)
-	if st.Gid != uint32(os.Getegid()) {
+	if st.Gid != serverGID {
 		gid = int(st.Gid)
 	}
 	if st.Uid == caller.Uid && st.Gid == uint32(gid) {

@@ -165,7 +165,7 @@ func openIDs(st *objstore.Store, path string, ids map[fs.FileID]index.FileID, lo
 		for id, fid := range ids {
 			out = appendIDRecord(out, id, fid)
 		}
-		if err := replaceFile(path, out); err != nil {
+		if err := objstore.WriteFileSync(path, out, 0o600); err != nil {
 			return nil, err
 		}
 		if scan.v1 && len(b) > 0 {
@@ -188,43 +188,4 @@ func openIDs(st *objstore.Store, path string, ids map[fs.FileID]index.FileID, lo
 		}
 	}
 	return f, nil
-}
-
-// replaceFile writes b to a temporary file beside path, fsyncs it,
-// renames it over path and fsyncs the directory.
-func replaceFile(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// syncDir fsyncs the directory dir, so that a name created or renamed
-// in it outlives a power cut.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

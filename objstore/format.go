@@ -90,16 +90,26 @@ func parseFormat(dir string, b []byte) (int, error) {
 	return v, nil
 }
 
-// writeFormat writes dir/FORMAT for version v atomically (temp file,
-// fsync, rename, fsync dir).
+// writeFormat writes dir/FORMAT for version v atomically.
 func writeFormat(dir string, v int) error {
-	tmp := filepath.Join(dir, "FORMAT.tmp")
 	text := fmt.Sprintf("%s\nformat %d\n", formatMagic, v)
-	f, err := os.Create(tmp)
-	if err != nil {
+	if err := WriteFileSync(filepath.Join(dir, "FORMAT"), []byte(text), 0o644); err != nil {
 		return fmt.Errorf("objstore: write format: %w", err)
 	}
-	_, err = f.WriteString(text)
+	return nil
+}
+
+// WriteFileSync replaces the small file at path with b durably: it
+// writes b to path+".tmp" (mode perm), fsyncs it, renames it over path
+// and fsyncs the directory, so that after a crash path holds its old
+// content or b, whole. A failed write leaves no temporary file.
+func WriteFileSync(path string, b []byte, perm os.FileMode) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -107,13 +117,14 @@ func writeFormat(dir string, v int) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, "FORMAT"))
+		err = os.Rename(tmp, path)
 	}
 	if err == nil {
-		err = syncDir(dir)
+		err = syncDir(filepath.Dir(path))
 	}
 	if err != nil {
-		return fmt.Errorf("objstore: write format: %w", err)
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

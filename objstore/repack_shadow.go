@@ -110,28 +110,10 @@ func shadowOptions(o RepackOptions) string {
 	return s
 }
 
-// writeFileSync writes a small file durably (temp, fsync, rename, fsync dir).
+// writeFileSync is WriteFileSync of a small file of the repack's own.
 func writeFileSync(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
+	if err := WriteFileSync(path, b, 0o644); err != nil {
 		return fmt.Errorf("objstore: %w", err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		return fmt.Errorf("objstore: write %s: %w", path, err)
 	}
 	return nil
 }

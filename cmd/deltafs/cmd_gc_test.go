@@ -40,15 +40,7 @@ func TestGCCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cli := func(want int, args ...string) string {
-		t.Helper()
-		out, err := exec.Command(binary, args...).CombinedOutput()
-		if code := exitStatus(err); code != want {
-			t.Fatalf("deltafs %v: exit %d, want %d\n%s", args, code, want, out)
-		}
-		return string(out)
-	}
-	if out := cli(exitStoreLocked, "gc", store); !strings.Contains(out, mnt) || strings.Count(out, "\n") != 1 {
+	if out := cliWant(t, exitStoreLocked, "gc", store); !strings.Contains(out, mnt) || strings.Count(out, "\n") != 1 {
 		t.Errorf("gc of a mounted store: %q does not name the mount point %s in one line", out, mnt)
 	}
 	p.stop(t, syscall.SIGTERM)
@@ -56,7 +48,7 @@ func TestGCCLI(t *testing.T) {
 	gc := func(args ...string) map[string]any {
 		t.Helper()
 		var rep map[string]any
-		out := cli(exitOK, append([]string{"gc", "--json"}, append(args, store)...)...)
+		out := cliWant(t, exitOK, append([]string{"gc", "--json"}, append(args, store)...)...)
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatalf("gc --json: %v\n%s", err, out)
 		}
@@ -70,14 +62,14 @@ func TestGCCLI(t *testing.T) {
 	if rep["removed"] != 1.0 || rep["reclaimed"].(float64) < 250_000 {
 		t.Fatalf("gc: want scratch.bin's revision removed and its 300 kB reclaimed: %v", rep)
 	}
-	cli(exitOK, "verify", store)
-	cli(exitOK, "snapshot", "delete", store, "s1")
+	cliWant(t, exitOK, "verify", store)
+	cliWant(t, exitOK, "snapshot", "delete", store, "s1")
 	rep = gc()
 	if rep["removed"] != 1.0 || rep["reclaimed"].(float64) < 150_000 {
 		t.Fatalf("gc after deleting s1: want held.bin's revision removed: %v", rep)
 	}
-	cli(exitOK, "verify", store)
-	if out := cli(exitOK, "gc", store); !strings.Contains(out, "removed 0 of") {
+	cliWant(t, exitOK, "verify", store)
+	if out := cliWant(t, exitOK, "gc", store); !strings.Contains(out, "removed 0 of") {
 		t.Errorf("third gc: %q", out)
 	}
 	// The live file reads back through a new mount.
@@ -112,14 +104,6 @@ func TestGCCommandErrors(t *testing.T) {
 // removed file's revision Revs-1 and failed for good (exit 9).
 func TestRepackAfterGCRemovedFile(t *testing.T) {
 	store, mnt := newMountDirs(t)
-	cli := func(want int, args ...string) string {
-		t.Helper()
-		out, err := exec.Command(binary, args...).CombinedOutput()
-		if code := exitStatus(err); code != want {
-			t.Fatalf("deltafs %v: exit %d, want %d\n%s", args, code, want, out)
-		}
-		return string(out)
-	}
 	p := startMount(t, store, mnt)
 	writeFile(t, mnt, "a", []byte("a\n"))
 	writeFile(t, mnt, "b", []byte("b\n"))
@@ -127,19 +111,19 @@ func TestRepackAfterGCRemovedFile(t *testing.T) {
 	if err := os.Remove(filepath.Join(mnt, "b")); err != nil {
 		t.Fatal(err)
 	}
-	cli(exitOK, "umount", mnt)
+	cliWant(t, exitOK, "umount", mnt)
 	p.wait(t)
-	if out := cli(exitOK, "gc", store); !strings.Contains(out, "removed 1 of 2 revisions (1 files entirely)") {
+	if out := cliWant(t, exitOK, "gc", store); !strings.Contains(out, "removed 1 of 2 revisions (1 files entirely)") {
 		t.Fatalf("gc: %s", out)
 	}
-	cli(exitOK, "repack", "--reuse=never", store)
+	cliWant(t, exitOK, "repack", "--reuse=never", store)
 	p = startMount(t, store, mnt)
 	writeFile(t, mnt, "a", []byte("a, changed\n"))
-	cli(exitOK, "umount", mnt)
+	cliWant(t, exitOK, "umount", mnt)
 	p.wait(t)
-	cli(exitOK, "repack", store)
-	cli(exitOK, "verify", store)
-	if out := cli(exitOK, "cat", "--store", store, "a"); out != "a, changed\n" {
+	cliWant(t, exitOK, "repack", store)
+	cliWant(t, exitOK, "verify", store)
+	if out := cliWant(t, exitOK, "cat", "--store", store, "a"); out != "a, changed\n" {
 		t.Fatalf("cat a after repack: %q", out)
 	}
 }
@@ -151,22 +135,14 @@ func TestRepackAfterGCRemovedFile(t *testing.T) {
 // removed), and verify finds the live file and its history agree.
 func TestHistoryAfterPruningGC(t *testing.T) {
 	store, mnt := newMountDirs(t)
-	cli := func(want int, args ...string) string {
-		t.Helper()
-		out, err := exec.Command(binary, args...).CombinedOutput()
-		if code := exitStatus(err); code != want {
-			t.Fatalf("deltafs %v: exit %d, want %d\n%s", args, code, want, out)
-		}
-		return string(out)
-	}
 	p := startMount(t, store, mnt)
 	for i := range 3 {
 		writeFile(t, mnt, "a", []byte(strings.Repeat("version ", i+1)))
 		time.Sleep(1500 * time.Millisecond) // past the new-file hold-back: recorded
 	}
-	cli(exitOK, "umount", mnt)
+	cliWant(t, exitOK, "umount", mnt)
 	p.wait(t)
-	if out := cli(exitOK, "gc", "--prune-unsnapshotted", store); !strings.Contains(out, "removed 2 of 3 revisions") {
+	if out := cliWant(t, exitOK, "gc", "--prune-unsnapshotted", store); !strings.Contains(out, "removed 2 of 3 revisions") {
 		t.Fatalf("gc: %s", out)
 	}
 	p = startMount(t, store, mnt)
@@ -190,11 +166,22 @@ func TestHistoryAfterPruningGC(t *testing.T) {
 	if got := strings.Join(revs(), " "); got != "0003 0004" {
 		t.Fatalf(".history/a after a write lists %q, want revisions 2 and 3", got)
 	}
-	cli(exitOK, "verify", mnt)
-	if out := cli(exitOK, "cat", filepath.Join(mnt, "a")); out != "version 4" {
+	cliWant(t, exitOK, "verify", mnt)
+	if out := cliWant(t, exitOK, "cat", filepath.Join(mnt, "a")); out != "version 4" {
 		t.Fatalf("cat: %q", out)
 	}
-	cli(exitOK, "umount", mnt)
+	cliWant(t, exitOK, "umount", mnt)
 	p.wait(t)
-	cli(exitOK, "verify", store)
+	cliWant(t, exitOK, "verify", store)
+}
+
+// cliWant runs deltafs with args and fails t unless it exits with want;
+// it returns stdout and stderr together.
+func cliWant(t *testing.T, want int, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(binary, args...).CombinedOutput()
+	if code := exitStatus(err); code != want {
+		t.Fatalf("deltafs %v: exit %d, want %d\n%s", args, code, want, out)
+	}
+	return string(out)
 }
