@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
@@ -41,6 +42,9 @@ type historian struct {
 	// FUSE's release, which is when the change is reported. A file held
 	// open for writing is taken as recorded so far, at once. Nil offline.
 	waitClosed func(ctx context.Context, rel string)
+	// writing reports whether the live inode ino is open for writing in
+	// the mount (fs.FS.Writers). Nil offline.
+	writing func(ino uint64) bool
 }
 
 // resolve maps rel to its live file and store file.
@@ -223,6 +227,9 @@ func (h *historian) Restore(ctx context.Context, rel string, rev uint32) (RevInf
 // restoreMounted writes data through the mount point and waits for the
 // recorder, which records it with old as second parent.
 func (h *historian) restoreMounted(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, data []byte) (index.RevID, error) {
+	if err := h.keepOpenWrites(ctx, lf); err != nil {
+		return index.NullRev, err
+	}
 	h.ls.mu.Lock()
 	before := h.ls.sink.prev(fid)
 	h.ls.sink.restoring[fid] = old
@@ -240,6 +247,27 @@ func (h *historian) restoreMounted(ctx context.Context, lf liveFile, fid index.F
 		return index.NullRev, errors.New("the mount recorded no new revision (see its log)")
 	}
 	return now, nil
+}
+
+// keepOpenWrites records, as a revision of its own, what a writer still
+// holding the file open has written and not yet closed or fsynced: the
+// restore truncates the file under it, and its content would be in no
+// revision. It is read as a snapshot reads a file open for writing
+// (liveRevs.Revision: as it is now, up to its size now; nothing is
+// recorded when it still holds its newest revision).
+func (h *historian) keepOpenWrites(ctx context.Context, lf liveFile) error {
+	if h.writing == nil || !h.writing(lf.Ino) {
+		return nil
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(lf.Path, &st); err != nil {
+		return err
+	}
+	lr := &liveRevs{st: h.st, ls: h.ls, live: filepath.Join(h.dir, liveDir)}
+	if _, _, err := lr.Revision(ctx, lf.ID, lf.Path, st.Size); err != nil {
+		return fmt.Errorf("record what an open writer wrote first: %w", err)
+	}
+	return nil
 }
 
 // restoreOffline writes the live file and records the revision itself.

@@ -46,6 +46,14 @@ func (p *snapshotParts) fsConfig(c fs.Config) fs.Config {
 // recorder, and take the open writers of fsys.
 func (p *snapshotParts) prepareWith(rec *Recorder, fsys *fs.FS) {
 	p.hist.rec, p.hist.waitClosed = rec, fsys.WaitFileReleases
+	p.hist.writing = func(ino uint64) bool {
+		for _, w := range fsys.Writers() {
+			if w.Node == ino {
+				return true
+			}
+		}
+		return false
+	}
 	p.snap.prepare = func(ctx context.Context) ([]fs.Touch, error) {
 		fsys.WaitReleases(ctx)
 		if err := rec.Sync(ctx); err != nil {

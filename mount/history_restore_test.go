@@ -1,0 +1,63 @@
+package mount
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+)
+
+// TestRestoreKeepsOpenWriterContent: a restore of a file that another
+// process holds open for writing first records what that writer wrote
+// and has not closed or fsynced, so its content is in a revision (the
+// restore truncates the file under it); then the restored revision.
+func TestRestoreKeepsOpenWriterContent(t *testing.T) {
+	store := t.TempDir() + "/store"
+	l := start(t, store)
+	ctx := context.Background()
+	v0 := bytes.Repeat([]byte("version zero\n"), 500)
+	v1 := bytes.Repeat([]byte("version one!\n"), 500)
+	for i, v := range [][]byte{v0, v1} { // two revisions: a snapshot records each
+		mustDo(t, os.WriteFile(l.mnt+"/f", v, 0o644))
+		mustDo(t, os.Mkdir(l.mnt+"/.snapshots/s"+string(rune('0'+i)), 0o755))
+	}
+	w, err := os.OpenFile(l.mnt+"/f", os.O_WRONLY, 0)
+	mustDo(t, err)
+	defer w.Close()
+	unsaved := []byte("UNSAVED WORK")
+	if _, err := w.WriteAt(unsaved, 100); err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Clone(v1)
+	copy(want[100:], unsaved)
+
+	c := connect(t, l.mnt, false)
+	info, err := c.Restore(ctx, "f", 0)
+	mustDo(t, err)
+	if info.P2 == nil || info.P2.Rev != 0 {
+		t.Fatalf("restore: %+v", info)
+	}
+	if b, err := os.ReadFile(l.mnt + "/f"); err != nil || !bytes.Equal(b, v0) {
+		t.Errorf("live file after the restore: %d bytes, %v", len(b), err)
+	}
+	lg, err := c.Log(ctx, "f")
+	mustDo(t, err)
+	var kept bool
+	for _, r := range lg.Revisions {
+		rev := r.Rev
+		_, data, err := c.Cat(ctx, "f", RevSpec{Rev: &rev})
+		mustDo(t, err)
+		if bytes.Equal(data, want) {
+			kept = true
+			if r.Rev >= info.Rev {
+				t.Errorf("the open writer's content is revision %d, after the restore's %d", r.Rev, info.Rev)
+			}
+		}
+	}
+	if !kept {
+		t.Fatalf("no revision holds the open writer's unsaved content: %s", revNums(lg))
+	}
+	if _, data, err := c.Cat(ctx, "f", RevSpec{}); err != nil || !bytes.Equal(data, v0) {
+		t.Fatalf("newest revision after the restore: %d bytes, %v; log %s", len(data), err, revNums(lg))
+	}
+}
