@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/deltafs/deltafs/fs"
@@ -83,8 +84,13 @@ func (s *storeSink) recordWindow(ctx context.Context, evs []Event) []error {
 // time. While yield (if not nil) says so, they run at a lower CPU
 // priority (see background): a goroutine that finds it no longer does
 // after a job hands the rest to one at the normal priority.
+//
+// The goroutines take the jobs in order by a shared counter, not from a
+// channel: handing each job over a channel woke the worker once per job
+// (twice per file of a window: its open, its put), a scheduler round
+// trip that an untar of 10,000 files paid 20,000 times.
 func each(jobs []*job, yield func() bool, fn func(*job)) {
-	next := make(chan *job)
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	var work func(low bool)
 	work = func(low bool) {
@@ -92,8 +98,11 @@ func each(jobs []*job, yield func() bool, fn func(*job)) {
 		if low {
 			lowerPriority()
 		}
-		for j := range next {
-			fn(j)
+		for i := next.Add(1) - 1; i < int64(len(jobs)); i = next.Add(1) - 1 {
+			if jobs[i] == nil {
+				continue
+			}
+			fn(jobs[i])
 			if low && !yield() {
 				wg.Add(1)
 				go work(false)
@@ -106,12 +115,6 @@ func each(jobs []*job, yield func() bool, fn func(*job)) {
 		wg.Add(1)
 		go work(low)
 	}
-	for _, j := range jobs {
-		if j != nil {
-			next <- j
-		}
-	}
-	close(next)
 	wg.Wait()
 }
 

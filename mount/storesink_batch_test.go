@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -417,4 +419,43 @@ func TestBackground(t *testing.T) {
 	if (&storeSink{}).background(window(minBackground)) != nil {
 		t.Fatal("a sink whose Recorder does not say who waits yields")
 	}
+}
+
+// TestEachRunsEveryJobOnce: each runs every job of a window exactly once
+// and skips the nil ones (changes that failed to stage), with one worker
+// or several, at either priority, and when a waiter comes in the middle.
+func TestEachRunsEveryJobOnce(t *testing.T) {
+	for _, procs := range []int{1, 2, 4} {
+		prev := runtime.GOMAXPROCS(procs)
+		for _, yield := range []func() bool{nil, func() bool { return true }, periodic(7)} {
+			jobs := make([]*job, 300)
+			runs := map[*job]*atomic.Int32{}
+			for i := range jobs {
+				if i%5 != 3 {
+					jobs[i] = &job{}
+					runs[jobs[i]] = &atomic.Int32{}
+				}
+			}
+			each(jobs, yield, func(j *job) {
+				if j == nil {
+					t.Error("ran a nil job")
+					return
+				}
+				runs[j].Add(1)
+			})
+			for i, j := range jobs {
+				if j != nil && runs[j].Load() != 1 {
+					t.Fatalf("GOMAXPROCS %d: job %d ran %d times", procs, i, runs[j].Load())
+				}
+			}
+		}
+		runtime.GOMAXPROCS(prev)
+	}
+}
+
+// periodic returns a yield that says no every nth call, as a waiter
+// coming and going does.
+func periodic(n int) func() bool {
+	var calls atomic.Int64
+	return func() bool { return calls.Add(1)%int64(n) != 0 }
 }

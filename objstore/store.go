@@ -254,16 +254,34 @@ func (s *Store) NewFile(name string) (index.FileID, error) {
 	if s.cfg.ReadOnly {
 		return 0, ErrReadOnly
 	}
-	return s.idx.NewFile(name)
+	ids, err := s.NewFiles([]string{name})
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
 }
 
 // NewFiles allocates a file identity for each name, in one synced index
-// transaction (NewFile takes one each).
+// transaction (NewFile takes one each). The writer keeps their records
+// (a name, no revisions), so that the first put of each does not read
+// back from the index what was just written (an untar's puts did, one
+// index lookup per new file).
 func (s *Store) NewFiles(names []string) ([]index.FileID, error) {
 	if s.cfg.ReadOnly {
 		return nil, ErrReadOnly
 	}
-	return s.idx.NewFiles(names)
+	ids, err := s.idx.NewFiles(names)
+	if err != nil {
+		return nil, err
+	}
+	s.wmu.Lock()
+	for i, id := range ids {
+		if s.files[id] == nil {
+			s.files[id] = &index.FileMeta{Name: names[i]}
+		}
+	}
+	s.wmu.Unlock()
+	return ids, nil
 }
 
 // File returns the committed record of file f (name, revision count).

@@ -252,3 +252,53 @@ func TestHintForCopies(t *testing.T) {
 		t.Fatal("copy reads back wrong")
 	}
 }
+
+// TestNewFilesKeepsRecords: the writer's copies of the records NewFiles
+// made are what the index holds, the first put of each starts from them
+// (revision 0, then 1 in the index), and a reopened store agrees.
+func TestNewFilesKeepsRecords(t *testing.T) {
+	s, dir := openNew(t, Config{FastFulltexts: true})
+	names := []string{"a/one.go", "a/two.go", "b/three.go"}
+	ids, err := s.NewFiles(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := mustNewFile(t, s, "c/four.go") // NewFile goes through NewFiles
+	ids, names = append(ids, one), append(names, "c/four.go")
+	for i, id := range ids {
+		s.wmu.Lock()
+		kept := s.files[id]
+		s.wmu.Unlock()
+		stored, err := s.idx.File(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kept == nil || *kept != stored || stored.Name != names[i] || stored.Revs != 0 {
+			t.Fatalf("file %d: writer's record %+v, index's %+v; want name %q, no revisions", id, kept, stored, names[i])
+		}
+	}
+	for i, id := range ids[:2] {
+		if e := mustPut(t, s, PutRequest{File: id, Data: []byte(names[i] + " text")}); e.Rev != 0 {
+			t.Fatalf("first put of file %d is revision %d", id, e.Rev)
+		}
+	}
+	s.Close()
+	s2, err := Open(dir, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	for i, id := range ids {
+		m, err := s2.File(id)
+		want := uint32(0)
+		if i < 2 {
+			want = 1
+		}
+		if err != nil || m.Name != names[i] || m.Revs != want {
+			t.Fatalf("reopened: file %d is %+v (%v); want %q with %d revisions", id, m, err, names[i], want)
+		}
+	}
+	if got := mustGet(t, s2, index.RevID{File: ids[1], Rev: 0}); string(got) != names[1]+" text" {
+		t.Fatalf("reopened: file %d reads %q", ids[1], got)
+	}
+}
