@@ -48,11 +48,17 @@ func childMkfiles(_ context.Context, args []string) (ChildResult, error) {
 	return t.Result(int64(a.ops)), nil
 }
 
-// touch10 rewrites 10 of the tree's n files (round k picks other ones).
+// touch10 rewrites 10 of the tree's n files (n a multiple of 1,000),
+// each in a directory of its own, spread over the tree (round k picks
+// other ones). The same shape at every size: until 2026-11-30 16:10 the
+// 10 files of the 1,000-file tree all fell in one directory and those of
+// the larger trees in 10, so M4's ratio compared one directory
+// serialised again with ten, not tree sizes.
 func touch10(dir string, n, k int) error {
+	step := n / 1000 // a tenth of the tree's n/100 directories
 	for j := range 10 {
-		i := (k*10 + j) * (n / 100) % n
-		p := filepath.Join(dir, "tree", fmt.Sprintf("d%04d", i/100), fmt.Sprintf("f%03d", i%100))
+		d, f := j*step+k%step, k/step%100
+		p := filepath.Join(dir, "tree", fmt.Sprintf("d%04d", d), fmt.Sprintf("f%03d", f))
 		if err := os.WriteFile(p, []byte(fmt.Sprintf("round %d\n", k)), 0o644); err != nil {
 			return err
 		}
@@ -136,7 +142,7 @@ func (e *Env) m4List(bin string) (time.Duration, error) {
 
 func (r m4Result) table() Table {
 	t := Table{Title: "M4: snapshots (deltafs only)",
-		Doc:    "mkdir MNT/.snapshots/NAME after changing 10 files since the previous snapshot (median), and `ls .snapshots` (whole process) with 10,000 snapshots.",
+		Doc:    "mkdir MNT/.snapshots/NAME after changing 10 files (in 10 directories, not fsynced) since the previous snapshot (median), and `ls .snapshots` (whole process) with 10,000 snapshots.",
 		Header: []string{"tree", "snapshot time"}}
 	for _, n := range m4Trees {
 		t.Add(fmt.Sprintf("%d files", n), ms(r.create[n]))

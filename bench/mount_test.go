@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -80,19 +81,29 @@ func runM5Small(env *Env, tg *target) (phase, error) {
 }
 
 // TestMkfiles checks M4's tree builder and its 10-file changes on a plain
-// directory: every change lands on an existing file, each round on others.
+// directory: every change lands on an existing file, each round on others,
+// and the 10 files of a round in 10 directories, at every size.
 func TestMkfiles(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := childMkfiles(context.Background(), []string{"-dir", dir, "-ops", "250"}); err != nil {
+	if _, err := childMkfiles(context.Background(), []string{"-dir", dir, "-ops", "2000"}); err != nil {
 		t.Fatal(err)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "tree", "d*", "f*"))
-	if len(files) != 250 {
-		t.Fatalf("%d files, want 250", len(files))
+	if len(files) != 2000 {
+		t.Fatalf("%d files, want 2000", len(files))
 	}
-	for k := range 2 {
-		if err := touch10(dir, 250, k); err != nil {
+	for k := range 3 {
+		if err := touch10(dir, 2000, k); err != nil {
 			t.Fatal(err)
+		}
+		dirs := map[string]bool{}
+		for _, f := range files {
+			if b, _ := os.ReadFile(f); string(b) == fmt.Sprintf("round %d\n", k) {
+				dirs[filepath.Dir(f)] = true
+			}
+		}
+		if len(dirs) != 10 {
+			t.Fatalf("round %d changed files in %d directories, want 10", k, len(dirs))
 		}
 	}
 	changed := 0
@@ -101,7 +112,7 @@ func TestMkfiles(t *testing.T) {
 			changed++
 		}
 	}
-	if changed != 20 {
-		t.Fatalf("%d files changed by two rounds, want 20", changed)
+	if changed != 30 {
+		t.Fatalf("%d files changed by three rounds, want 30", changed)
 	}
 }
