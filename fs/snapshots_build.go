@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -65,6 +66,11 @@ type TreeBuilder struct {
 	cache map[uint64]cachedDir
 	links map[uint64][]uint64 // multi-link file inode -> directories holding it
 	root  uint64
+	// recent holds trees the last builds encoded, decoded, by hash
+	// (see keepRecent): the directories on the way to a change are
+	// serialised again at every snapshot, and read their previous tree
+	// from here rather than from the store.
+	recent map[index.TreeHash]*index.Tree
 
 	idGiven func(rel string) // see attachIDs; guarded by mu
 }
@@ -100,13 +106,19 @@ type BuildStats struct {
 	Reused     int // unchanged directories whose tree was kept
 	Entries    int // entries statted
 	Kept       int // of those, unchanged entries taken from the previous tree
+	Recent     int // previous trees read from the last build's, not the store
 }
 
 // Built is a snapshot tree ready to be stored.
 type Built struct {
 	Root  index.TreeEntry
 	Trees map[index.TreeHash][]byte // trees encoded by this build
-	Stats BuildStats
+	// Decoded holds every tree of Trees as a Tree, and the previous
+	// trees the build read, by hash: a commit comparing this snapshot
+	// with the previous one reads them here instead of decoding them.
+	// The trees are shared: read them, never modify them.
+	Decoded map[index.TreeHash]*index.Tree
+	Stats   BuildStats
 }
 
 // Build serialises the changed directories of the live tree and calls
@@ -121,7 +133,7 @@ func (b *TreeBuilder) Build(ctx context.Context, revs Revisions, writers []Touch
 		dirty[w.Dir], nodes[w.Node] = struct{}{}, struct{}{}
 	}
 	w := &walk{b: b, ctx: ctx, revs: revs, needs: b.needs(dirty, nodes), marked: nodes,
-		cache: map[uint64]cachedDir{}, links: map[uint64][]uint64{}, out: &Built{Trees: map[index.TreeHash][]byte{}}}
+		cache: map[uint64]cachedDir{}, links: map[uint64][]uint64{}, out: &Built{Trees: map[index.TreeHash][]byte{}, Decoded: map[index.TreeHash]*index.Tree{}}}
 	err := w.buildRoot()
 	if err == nil {
 		err = commit(w.out)
@@ -186,6 +198,7 @@ func (b *TreeBuilder) adopt(w *walk) {
 		}
 	}
 	b.root = w.root
+	b.keepRecent(w.out)
 }
 
 // walk is one build.
@@ -244,17 +257,22 @@ func (w *walk) dir(rel string, ino, parent uint64, born int64) (index.TreeHash, 
 	if err != nil {
 		return index.TreeHash{}, fmt.Errorf("snapshot: read directory /%s: %w", rel, err)
 	}
+	// In name order, the tree's: no sort of the entries, and the
+	// previous tree's entries are found by a merge (prevCursor).
+	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
+	cur := prevCursor{t: prev}
 	t := &index.Tree{Entries: make([]index.TreeEntry, 0, len(ents))}
 	for _, d := range ents {
 		name := d.name
 		if rel == "" && (name == SnapshotsName || name == HistoryName) {
 			continue // never inside a snapshot
 		}
-		if e, ok := w.unstatted(prev, d, ino); ok {
+		o := cur.find(name)
+		if e, ok := w.unstatted(o, d, ino); ok {
 			t.Entries = append(t.Entries, e)
 			continue
 		}
-		e, ok, err := w.entry(rel, name, ino, prev)
+		e, ok, err := w.entry(rel, name, ino, o)
 		if err != nil {
 			return index.TreeHash{}, err
 		}
@@ -262,20 +280,19 @@ func (w *walk) dir(rel string, ino, parent uint64, born int64) (index.TreeHash, 
 			t.Entries = append(t.Entries, e)
 		}
 	}
-	t.Sort()
-	enc, h, err := t.Encode()
+	enc, h, err := t.Encode() // refuses entries out of order
 	if err != nil {
 		return index.TreeHash{}, fmt.Errorf("snapshot: /%s: %w", rel, err)
 	}
-	w.out.Trees[h] = enc
+	w.out.Trees[h], w.out.Decoded[h] = enc, t
 	w.out.Stats.Serialised++
 	w.cache[ino] = cachedDir{hash: h, parent: parent, birth: born}
 	return h, nil
 }
 
 // entry describes rel/name; ok is false if it vanished meanwhile. prev is
-// the directory's previous tree, nil if unknown.
-func (w *walk) entry(rel, name string, dirIno uint64, prev *index.Tree) (index.TreeEntry, bool, error) {
+// its entry in the directory's previous tree, nil if none or unknown.
+func (w *walk) entry(rel, name string, dirIno uint64, prev *index.TreeEntry) (index.TreeEntry, bool, error) {
 	path := filepath.Join(w.b.live, rel, name)
 	var x unix.Statx_t
 	if err := statx(path, &x); errors.Is(err, syscall.ENOENT) {

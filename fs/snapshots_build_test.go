@@ -62,6 +62,9 @@ func TestSnapshotCostFollowsChanges(t *testing.T) {
 	if all := 10*25 + 10*10 + 20; s.Kept != all-10 { // all but the ten changed files
 		t.Fatalf("ten changes kept %d of %d entries", s.Kept, all)
 	}
+	if s.Recent != 21 { // the first build's trees, kept through the second
+		t.Fatalf("ten changes read %d previous trees from memory, want 21", s.Recent)
+	}
 	checkAgainstFullBuild(t, e, "ten")
 }
 

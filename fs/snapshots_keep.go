@@ -18,16 +18,20 @@ import (
 // afresh costs a listxattr, a getxattr and a store lookup per file, which
 // made a snapshot of a tree with a directory of 1,000 subdirectories cost
 // in proportion to that directory's size. So the walk loads the
-// directory's previous tree (from the store, through the Revisions when
-// it is also a TreeSource) and keeps an entry, without even a stat, when
-// its node was not touched since the last build and getdents shows its
-// name still holding the same inode (unstatted): the dirty tracking says
-// it did not change, as it says of whole directories. The directories on
-// the way to a change are statted (their times moved) and keep their
-// description when their stat is the same as then (inode, type and mode,
-// owner, links, size, mtime and ctime). So a snapshot's cost follows the
-// number of entries changed plus one getdents per directory serialised
-// again, not those directories' sizes.
+// directory's previous tree (kept in memory from a recent build, see
+// snapshots_recent.go, or from the store, through the Revisions when it
+// is also a TreeSource), reads the directory's names in name order,
+// finds each in that tree by a merge, and keeps an entry, without even a
+// stat, when its node was not touched since the last build and getdents
+// shows its name still holding the same inode (unstatted): the dirty
+// tracking says it did not change, as it says of whole directories. The
+// directories on the way to a change are statted (their times moved)
+// and keep their description when their stat is the same as then (inode,
+// type and mode, owner, links, size, mtime and ctime). So a snapshot
+// costs a stat and more per entry changed, and per directory serialised
+// again one getdents, a merge and an encoding of its entries: in memory,
+// in proportion to its size, with no system call or store lookup per
+// entry.
 
 // TreeSource gives the stored trees of earlier snapshots. A Revisions
 // that implements it lets a build keep the unchanged entries of the
@@ -36,32 +40,39 @@ type TreeSource interface {
 	Tree(ctx context.Context, h index.TreeHash) (*index.Tree, error)
 }
 
-// prevTree returns the tree called h, or nil if there is no TreeSource or
-// it fails (the directory is then described entry by entry, as on a first
-// build).
+// prevTree returns the tree called h: one the last build encoded, or
+// from the TreeSource; nil if there is none or it fails (the directory is
+// then described entry by entry, as on a first build). The build's
+// Decoded gets it.
 func (w *walk) prevTree(h index.TreeHash) *index.Tree {
-	src, ok := w.revs.(TreeSource)
-	if !ok {
-		return nil
+	t := w.b.recent[h]
+	if t != nil {
+		w.out.Stats.Recent++
+	} else {
+		src, ok := w.revs.(TreeSource)
+		if !ok {
+			return nil
+		}
+		var err error
+		if t, err = src.Tree(w.ctx, h); err != nil {
+			return nil
+		}
 	}
-	t, err := src.Tree(w.ctx, h)
-	if err != nil {
-		return nil
-	}
+	w.out.Decoded[h] = t
 	return t
 }
 
 // keep reports whether e, just statted, may take the rest of its
-// description from prev's entry of the same name, and if so copies it.
-func (w *walk) keep(prev *index.Tree, e *index.TreeEntry) bool {
-	if prev == nil {
+// description from o, its entry in the previous tree (nil if none), and
+// if so copies it.
+func (w *walk) keep(o *index.TreeEntry, e *index.TreeEntry) bool {
+	if o == nil {
 		return false
 	}
 	if _, touched := w.marked[e.Ino]; touched {
 		return false
 	}
-	o, ok := prev.Lookup(e.Name)
-	if !ok || o.Ino != e.Ino || o.Mode != e.Mode || o.UID != e.UID || o.GID != e.GID || o.Nlink != e.Nlink ||
+	if o.Ino != e.Ino || o.Mode != e.Mode || o.UID != e.UID || o.GID != e.GID || o.Nlink != e.Nlink ||
 		o.Rdev != e.Rdev || o.Size != e.Size || o.Mtime != e.Mtime || o.Ctime != e.Ctime {
 		return false
 	}
@@ -92,17 +103,14 @@ func (w *walk) kept(rel string, dirIno uint64, x *unix.Statx_t, e index.TreeEntr
 // inode (getdents says so), and, for a directory, it need not be
 // serialised again (its cached tree is kept). Its atime stays as the
 // previous snapshot saw it, as for every entry of an unchanged directory.
-func (w *walk) unstatted(prev *index.Tree, d dirent, dirIno uint64) (index.TreeEntry, bool) {
-	if prev == nil || d.ino == 0 {
+func (w *walk) unstatted(prev *index.TreeEntry, d dirent, dirIno uint64) (index.TreeEntry, bool) {
+	if prev == nil || d.ino == 0 || prev.Ino != d.ino {
 		return index.TreeEntry{}, false
 	}
 	if _, touched := w.marked[d.ino]; touched {
 		return index.TreeEntry{}, false
 	}
-	o, ok := prev.Lookup(d.name)
-	if !ok || o.Ino != d.ino {
-		return index.TreeEntry{}, false
-	}
+	o := *prev // the previous tree is shared (TreeBuilder.recent)
 	switch {
 	case o.IsDir():
 		c, ok := w.b.cache[d.ino]

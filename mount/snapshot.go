@@ -75,10 +75,10 @@ func (s *snapshotter) Create(ctx context.Context, name string) (index.Snapshot, 
 	}
 	var snap index.Snapshot
 	err := s.b.Build(ctx, s.revs, writers, func(bt *fs.Built) error {
-		res, err := s.st.CreateSnapshot(ctx, objstore.SnapshotRequest{Name: name, Time: time.Now(), Root: bt.Root, Trees: bt.Trees})
+		res, err := s.st.CreateSnapshot(ctx, objstore.SnapshotRequest{Name: name, Time: time.Now(), Root: bt.Root, Trees: bt.Trees, Decoded: bt.Decoded})
 		snap = res.Snapshot
 		if err == nil {
-			s.log.Debug("snapshot taken", "name", name, "serialised", bt.Stats.Serialised, "reused", bt.Stats.Reused)
+			s.log.Debug("snapshot taken", "name", name, "serialised", bt.Stats.Serialised, "reused", bt.Stats.Reused, "recent", bt.Stats.Recent)
 		}
 		return err
 	})

@@ -31,6 +31,11 @@ type SnapshotRequest struct {
 	// Trees holds the encoded trees new in this snapshot, by hash; a
 	// tree already stored may be left out (the unchanged subtrees).
 	Trees map[index.TreeHash][]byte
+	// Decoded optionally holds trees by hash, decoded (those of Trees,
+	// those of the latest snapshot that the caller read): the reference
+	// diff reads them here rather than decoding them again. They must be
+	// the trees their hashes name; the store does not modify them.
+	Decoded map[index.TreeHash]*index.Tree
 }
 
 // SnapshotResult says what creating a snapshot cost.
@@ -106,6 +111,9 @@ func (s *Store) nextRefs(req SnapshotRequest) (*index.Refs, index.SnapshotID, in
 		from = prev.Root.Tree
 	}
 	load := func(h index.TreeHash) (*index.Tree, error) {
+		if t := req.Decoded[h]; t != nil {
+			return t, nil
+		}
 		if b, ok := req.Trees[h]; ok {
 			var t index.Tree
 			return &t, t.UnmarshalBinary(b)

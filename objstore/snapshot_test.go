@@ -108,3 +108,38 @@ func BenchmarkSnapshotList(b *testing.B) {
 		}
 	}
 }
+
+// TestSnapshotDecodedTrees: trees handed decoded (the new one and the
+// previous snapshot's) give the reference set the encoded ones give.
+func TestSnapshotDecodedTrees(t *testing.T) {
+	s, _ := openNew(t, Config{})
+	defer s.Close()
+	ctx := context.Background()
+	f := mustNewFile(t, s, "a")
+	a0 := mustPut(t, s, PutRequest{File: f, Data: []byte("one")}).ID()
+	a1 := mustPut(t, s, PutRequest{File: f, Data: []byte("one!"), P1: a0}).ID()
+	decoded := map[index.TreeHash]*index.Tree{}
+	for i, rev := range []index.RevID{a0, a1} {
+		root, trees := snapTree(t, map[string]index.RevID{"a": rev, fmt.Sprint("b", i): a0})
+		for h, b := range trees {
+			var tr index.Tree
+			if err := tr.UnmarshalBinary(b); err != nil {
+				t.Fatal(err)
+			}
+			decoded[h] = &tr
+		}
+		r, err := s.CreateSnapshot(ctx, SnapshotRequest{Name: fmt.Sprint("s", i), Root: root, Trees: trees, Decoded: decoded})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs, err := s.SnapshotRefs(r.Snapshot.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k0, _ := index.RefKey(a0)
+		k1, _ := index.RefKey(rev)
+		if !refs.Contains(k0) || !refs.Contains(k1) || refs.GetCardinality() != uint64(1+i) {
+			t.Fatalf("s%d refs %v, want %v and %v", i, refs.ToArray(), a0, rev)
+		}
+	}
+}
