@@ -246,21 +246,8 @@ func (db *DB) Snapshots(ctx context.Context, fn func(Snapshot) error) error {
 // ok is false if there is none.
 func (db *DB) LatestSnapshot() (s Snapshot, ok bool, err error) {
 	err = db.bdb.View(func(txn *badger.Txn) error {
-		o := badger.DefaultIteratorOptions
-		o.Reverse = true
-		o.Prefix = prefixSnap
-		it := txn.NewIterator(o)
-		defer it.Close()
-		it.Seek(append(append([]byte{}, prefixSnap...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
-		if !it.Valid() {
-			return nil
-		}
-		v, err := it.Item().ValueCopy(nil)
-		if err != nil {
-			return err
-		}
-		ok = true
-		return s.UnmarshalBinary(v)
+		s, ok, err = latestIn(txn)
+		return err
 	})
 	if err != nil {
 		return Snapshot{}, false, fmt.Errorf("index: latest snapshot: %w", err)
