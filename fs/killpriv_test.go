@@ -310,3 +310,80 @@ func TestCreatedFileBelongsToCaller(t *testing.T) {
 		}
 	}
 }
+
+// TestCapabilityOfNewFile: a file made by an exclusive create has no
+// security.capability, and the mount says so without asking the live
+// file (the kernel asks at its first write and at each chown: two round
+// trips per file of an untar); once set through the mount, the
+// capability reads back from the live file, and a file made otherwise is
+// always asked.
+func TestCapabilityOfNewFile(t *testing.T) {
+	testutil.RequireFUSE(t)
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "needs root (to set security.capability)")
+	}
+	live := t.TempDir()
+	f, err := New(Config{LiveDir: live, Passthrough: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	mnt, _ := testutil.Mount(t, f.Root(), Options())
+	capv2 := []byte{0, 0, 0, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	buf := make([]byte, 64)
+	capOf := func(p string) ([]byte, error) {
+		n, err := unix.Getxattr(p, xattrCapability, buf)
+		if err != nil {
+			return nil, err
+		}
+		return buf[:n], nil
+	}
+	made := filepath.Join(mnt, "made")
+	fd, err := syscall.Open(made, syscall.O_CREAT|syscall.O_EXCL|syscall.O_WRONLY|syscall.O_CLOEXEC, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := syscall.Write(fd, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Fchown(fd, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fd)
+	if c, err := capOf(made); !errors.Is(err, unix.ENODATA) {
+		t.Fatalf("new file's capability: %x, %v; want ENODATA", c, err)
+	}
+	// Behind the mount's back (never done in use): the answer comes
+	// from what the mount knows, not from the live file.
+	if err := unix.Setxattr(filepath.Join(live, "made"), xattrCapability, capv2, 0); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := capOf(made); !errors.Is(err, unix.ENODATA) {
+		t.Fatalf("new file's capability read from the live file: %x, %v", c, err)
+	}
+	if err := unix.Removexattr(filepath.Join(live, "made"), xattrCapability); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(made, xattrCapability, capv2, 0); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := capOf(made); err != nil || !bytes.Equal(c, capv2) {
+		t.Fatalf("capability set through the mount reads %x, %v", c, err)
+	}
+	if err := unix.Removexattr(made, xattrCapability); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := capOf(made); !errors.Is(err, unix.ENODATA) {
+		t.Fatalf("capability after its removal: %x, %v; want ENODATA", c, err)
+	}
+	other := filepath.Join(mnt, "other") // created without O_EXCL: may have been there
+	if err := os.WriteFile(other, []byte("hello"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(filepath.Join(live, "other"), xattrCapability, capv2, 0); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := capOf(other); err != nil || !bytes.Equal(c, capv2) {
+		t.Fatalf("capability of a file not made exclusively reads %x, %v; want the live file's", c, err)
+	}
+}

@@ -49,6 +49,9 @@ type Node struct {
 	attrGen, noPrivsAt atomic.Uint64
 	// sent is the last attributes sent to the kernel (cache.go)
 	sent attrsSent
+	// noCap: the live file is known to have no security.capability
+	// (node_attr.go's Getxattr)
+	noCap atomic.Bool
 }
 
 // waitRecorded waits until the recorder has read (ReadWaiter) or else

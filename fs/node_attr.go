@@ -101,17 +101,31 @@ func (n *Node) truncatedByPath(old, size int64) (assigned bool) {
 }
 
 // Getxattr hides deltafs's own attributes.
+//
+// It answers security.capability of a file known to have none without
+// asking the live file: the kernel asks for it at the first write of a
+// new file and at each chown (to know whether there is a capability to
+// drop), so an untar sent two such requests per file, each a lookup of
+// the live path and a getxattr. A file is known to have none from its
+// exclusive creation (Create with O_EXCL) until a Setxattr of it: a live
+// file gains attributes only through Setxattr.
 func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if isOurXattr(attr) {
+	if isOurXattr(attr) || attr == xattrCapability && n.noCap.Load() {
 		return 0, syscall.ENODATA
 	}
 	return n.LoopbackNode.Getxattr(ctx, attr, dest)
 }
 
+// xattrCapability is the attribute holding a file's capabilities.
+const xattrCapability = "security.capability"
+
 // Setxattr refuses deltafs's own attributes.
 func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	if isOurXattr(attr) {
 		return syscall.EPERM
+	}
+	if attr == xattrCapability {
+		n.noCap.Store(false) // before the file has it: Getxattr asks the file from now on
 	}
 	defer n.touchSelf()
 	return n.LoopbackNode.Setxattr(ctx, attr, data, flags)

@@ -158,6 +158,9 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	ch := n.NewInode(ctx, n.fsys.newNode(nil, nil, "", &st), attr)
 	liveEntry(ch, out)
 	child := ch.Operations().(*Node)
+	if flags&syscall.O_EXCL != 0 {
+		child.noCap.Store(true) // made by this open: no attributes but our own
+	}
 	return ch, child.openHandle(fd, flags, &st, id, -1, mustDropPrivs(ctx, st.Mode)), 0, 0
 }
 
