@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -107,6 +106,7 @@ type BuildStats struct {
 	Entries    int // entries statted
 	Kept       int // of those, unchanged entries taken from the previous tree
 	Recent     int // previous trees read from the last build's, not the store
+	Listed     int // directories serialised again whose names came from getdents
 }
 
 // Built is a snapshot tree ready to be stored.
@@ -132,7 +132,8 @@ func (b *TreeBuilder) Build(ctx context.Context, revs Revisions, writers []Touch
 	for _, w := range writers {
 		dirty[w.Dir], nodes[w.Node] = struct{}{}, struct{}{}
 	}
-	w := &walk{b: b, ctx: ctx, revs: revs, needs: b.needs(dirty, nodes), marked: nodes,
+	need := b.needs(dirty, nodes) // adds to dirty the directories of marked links
+	w := &walk{b: b, ctx: ctx, revs: revs, needs: need, dirty: dirty, marked: nodes,
 		cache: map[uint64]cachedDir{}, links: map[uint64][]uint64{}, out: &Built{Trees: map[index.TreeHash][]byte{}, Decoded: map[index.TreeHash]*index.Tree{}}}
 	err := w.buildRoot()
 	if err == nil {
@@ -207,6 +208,7 @@ type walk struct {
 	ctx   context.Context
 	revs  Revisions
 	needs map[uint64]bool
+	dirty map[uint64]struct{} // the directories marked: their listings changed
 	// marked holds the nodes touched since the last build (and the open
 	// writers): their entries are described afresh, never kept.
 	marked map[uint64]struct{}
@@ -244,8 +246,10 @@ func (w *walk) dir(rel string, ino, parent uint64, born int64) (index.TreeHash, 
 	c, cached := w.b.cache[ino]
 	cached = cached && c.birth == born
 	if cached && !w.needs[ino] {
-		c.parent = parent
-		w.cache[ino] = c
+		if c.parent != parent {
+			c.parent = parent
+			w.cache[ino] = c
+		}
 		w.out.Stats.Reused++
 		return c.hash, nil
 	}
@@ -253,13 +257,10 @@ func (w *walk) dir(rel string, ino, parent uint64, born int64) (index.TreeHash, 
 	if cached {
 		prev = w.prevTree(c.hash)
 	}
-	ents, err := readDirents(filepath.Join(w.b.live, rel))
+	ents, err := w.names(rel, ino, prev)
 	if err != nil {
-		return index.TreeHash{}, fmt.Errorf("snapshot: read directory /%s: %w", rel, err)
+		return index.TreeHash{}, err
 	}
-	// In name order, the tree's: no sort of the entries, and the
-	// previous tree's entries are found by a merge (prevCursor).
-	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
 	cur := prevCursor{t: prev}
 	t := &index.Tree{Entries: make([]index.TreeEntry, 0, len(ents))}
 	for _, d := range ents {

@@ -65,6 +65,9 @@ func TestSnapshotCostFollowsChanges(t *testing.T) {
 	if s.Recent != 21 { // the first build's trees, kept through the second
 		t.Fatalf("ten changes read %d previous trees from memory, want 21", s.Recent)
 	}
+	if s.Listed != 10 { // the ancestors' names come from their previous trees
+		t.Fatalf("ten changes listed %d directories, want the 10 changed", s.Listed)
+	}
 	checkAgainstFullBuild(t, e, "ten")
 }
 

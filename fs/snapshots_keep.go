@@ -20,18 +20,19 @@ import (
 // in proportion to that directory's size. So the walk loads the
 // directory's previous tree (kept in memory from a recent build, see
 // snapshots_recent.go, or from the store, through the Revisions when it
-// is also a TreeSource), reads the directory's names in name order,
-// finds each in that tree by a merge, and keeps an entry, without even a
-// stat, when its node was not touched since the last build and getdents
-// shows its name still holding the same inode (unstatted): the dirty
+// is also a TreeSource), reads the directory's names in name order
+// (names: from getdents, or from that tree for a directory that is only
+// above a change), finds each in that tree by a merge, and keeps an
+// entry, without even a stat, when its node was not touched since the
+// last build and its name still holds the same inode (unstatted): the dirty
 // tracking says it did not change, as it says of whole directories. The
 // directories on the way to a change are statted (their times moved)
 // and keep their description when their stat is the same as then (inode,
 // type and mode, owner, links, size, mtime and ctime). So a snapshot
 // costs a stat and more per entry changed, and per directory serialised
-// again one getdents, a merge and an encoding of its entries: in memory,
-// in proportion to its size, with no system call or store lookup per
-// entry.
+// again a merge and an encoding of its entries (and a getdents if it
+// changed itself): in memory, in proportion to its size, with no system
+// call or store lookup per entry.
 
 // TreeSource gives the stored trees of earlier snapshots. A Revisions
 // that implements it lets a build keep the unchanged entries of the
@@ -118,8 +119,10 @@ func (w *walk) unstatted(prev *index.TreeEntry, d dirent, dirIno uint64) (index.
 			return index.TreeEntry{}, false
 		}
 		o.Tree = c.hash
-		c.parent = dirIno
-		w.cache[d.ino] = c
+		if c.parent != dirIno {
+			c.parent = dirIno
+			w.cache[d.ino] = c
+		}
 		w.out.Stats.Reused++
 	case o.IsRegular() && o.Nlink > 1:
 		w.links[d.ino] = append(w.links[d.ino], dirIno)

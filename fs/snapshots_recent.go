@@ -1,6 +1,13 @@
 package fs
 
-import "github.com/deltafs/deltafs/index"
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/deltafs/deltafs/index"
+)
 
 // The directories on the way to a change (the root, and a directory of
 // 1,000 subdirectories holding a changed one) are serialised again at
@@ -66,4 +73,29 @@ func (c *prevCursor) find(name string) *index.TreeEntry {
 		return &ents[c.i]
 	}
 	return nil
+}
+
+// names lists the directory at rel (inode ino, previous tree prev) in
+// name order, the tree's: its entries need no sort, and the previous
+// tree's are found by a merge (prevCursor). A directory serialised again
+// only because a descendant changed (not marked itself) takes the names
+// of its previous tree, without a getdents: the dirty tracking says its
+// listing did not change, as it says of every directory a build keeps
+// whole. So a directory of 1,000 subdirectories above a change costs a
+// pass over its previous tree, not a read of the directory.
+func (w *walk) names(rel string, ino uint64, prev *index.Tree) ([]dirent, error) {
+	if _, marked := w.dirty[ino]; prev != nil && !marked {
+		ents := make([]dirent, len(prev.Entries))
+		for i := range prev.Entries {
+			ents[i] = dirent{name: prev.Entries[i].Name, ino: prev.Entries[i].Ino}
+		}
+		return ents, nil
+	}
+	ents, err := readDirents(filepath.Join(w.b.live, rel))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: read directory /%s: %w", rel, err)
+	}
+	w.out.Stats.Listed++
+	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
+	return ents, nil
 }
