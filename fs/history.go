@@ -73,18 +73,21 @@ func histIno(kind, key uint64) uint64 {
 func revKey(id index.RevID) uint64 { return uint64(id.File)<<32 ^ uint64(id.Rev) }
 
 // Names of revisions: "NNNN@YYYY-MM-DDTHH:MM:SSZ", the revision's number
-// counted from 1 (the store's Rev plus one), zero-padded to at least
-// revDigits digits and to the width of the file's newest number, so that
-// a plain sort (ls) gives the order of recording, and the UTC second it
-// was recorded. Lookup takes the number with any padding, so that a name
-// printed before a file's 10,000th revision still finds its revision.
+// in the store, counted from 0 ("0000@..." is a file's first revision),
+// the number deltafs log, cat --rev and restore --rev use; zero-padded to
+// at least revDigits digits and to the width of the file's newest number,
+// so that a plain sort (ls) gives the order of recording; and the UTC
+// second it was recorded. Lookup takes the number with any padding, so
+// that a name printed before a file's revision 10000 still finds its
+// revision.
 const (
 	revDigits  = 4
 	revTimeFmt = "2006-01-02T15:04:05Z"
 )
 
-// revWidth is the width of the numbers of a file with n revisions.
-func revWidth(n int) int { return max(revDigits, len(strconv.Itoa(n))) }
+// revWidth is the width of the numbers of a file whose newest revision
+// is number next-1.
+func revWidth(next int) int { return max(revDigits, len(strconv.Itoa(max(next-1, 0)))) }
 
 // revName names r among revisions numbered in width digits.
 func revName(r Revision, width int) string { return string(appendRevName(nil, r, width)) }
@@ -92,7 +95,7 @@ func revName(r Revision, width int) string { return string(appendRevName(nil, r,
 // appendRevName appends r's name to b.
 func appendRevName(b []byte, r Revision, width int) []byte {
 	var digits [20]byte
-	num := strconv.AppendUint(digits[:0], uint64(r.ID.Rev)+1, 10)
+	num := strconv.AppendUint(digits[:0], uint64(r.ID.Rev), 10)
 	for i := len(num); i < width; i++ {
 		b = append(b, '0')
 	}
@@ -108,8 +111,8 @@ func parseRevName(name string) (rev index.Rev, when string, ok bool) {
 		return 0, "", false
 	}
 	n, err := strconv.ParseUint(num, 10, 32)
-	if err != nil || n == 0 {
+	if err != nil {
 		return 0, "", false
 	}
-	return index.Rev(n - 1), when, true
+	return index.Rev(n), when, true
 }

@@ -103,14 +103,14 @@ func names(t *testing.T, d *os.File) []string {
 	return got
 }
 
-// wantRevs checks that got names revisions 1..n of a file of n.
+// wantRevs checks that got names revisions 0..n-1 of a file of n.
 func wantRevs(t *testing.T, got []string, n int) {
 	t.Helper()
 	if len(got) != n {
 		t.Fatalf("%d revisions listed (%q), want %d", len(got), got, n)
 	}
 	for i, name := range got {
-		if want := fmt.Sprintf("%04d@2026-11-30T12:00:%02dZ", i+1, i); name != want {
+		if want := fmt.Sprintf("%04d@2026-11-30T12:00:%02dZ", i, i); name != want {
 			t.Fatalf("entry %d: %q, want %q", i, name, want)
 		}
 	}

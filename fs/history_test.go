@@ -8,7 +8,8 @@ import (
 )
 
 // TestRevNames: names sort in revision order at every width, carry the
-// UTC second, and parse back to the revision whatever the padding.
+// UTC second, carry the store's revision number (as deltafs log, cat
+// --rev and restore --rev do), and parse back to it whatever the padding.
 func TestRevNames(t *testing.T) {
 	when := time.Date(2026, 11, 29, 23, 15, 2, 0, time.UTC).UnixNano()
 	cases := []struct {
@@ -16,11 +17,11 @@ func TestRevNames(t *testing.T) {
 		n    int
 		want string
 	}{
-		{0, 1, "0001@2026-11-29T23:15:02Z"},
-		{6, 7, "0007@2026-11-29T23:15:02Z"},
-		{9998, 9999, "9999@2026-11-29T23:15:02Z"},
-		{9998, 10000, "09999@2026-11-29T23:15:02Z"},
-		{9999, 10000, "10000@2026-11-29T23:15:02Z"},
+		{0, 1, "0000@2026-11-29T23:15:02Z"},
+		{6, 7, "0006@2026-11-29T23:15:02Z"},
+		{9999, 10000, "9999@2026-11-29T23:15:02Z"},
+		{9999, 10001, "09999@2026-11-29T23:15:02Z"},
+		{10000, 10001, "10000@2026-11-29T23:15:02Z"},
 	}
 	for _, c := range cases {
 		got := revName(Revision{ID: index.RevID{File: 1, Rev: c.rev}, Time: when}, revWidth(c.n))
@@ -32,7 +33,7 @@ func TestRevNames(t *testing.T) {
 			t.Errorf("parse %q: %d %q %v", got, rev, at, ok)
 		}
 	}
-	revs := make([]Revision, 10000)
+	revs := make([]Revision, 10001)
 	for i := range revs {
 		revs[i] = Revision{ID: index.RevID{File: 3, Rev: index.Rev(i)}, Time: when + int64(i)*1e9}
 	}
@@ -42,7 +43,7 @@ func TestRevNames(t *testing.T) {
 			t.Fatalf("%q sorts after %q", ents[i-1].Name, ents[i].Name)
 		}
 	}
-	for _, bad := range []string{"", "@", "0@x", "x@y", "12345678901@t", "00", "-1@t"} {
+	for _, bad := range []string{"", "@", "x@y", "12345678901@t", "00", "-1@t"} {
 		if _, _, ok := parseRevName(bad); ok {
 			t.Errorf("parsed %q", bad)
 		}

@@ -59,7 +59,8 @@ func history(t *testing.T, mnt, rel string) (names, contents []string) {
 }
 
 // checkNames checks that names are n revision names in order: numbered
-// 1..n, with UTC times that do not go back, and already sorted.
+// 0..n-1 (the store's numbers, as deltafs log shows them), with UTC
+// times that do not go back, and already sorted.
 func checkNames(t *testing.T, names []string, n int) {
 	t.Helper()
 	if len(names) != n || !slices.IsSorted(names) {
@@ -68,7 +69,7 @@ func checkNames(t *testing.T, names []string, n int) {
 	var prev time.Time
 	for i, name := range names {
 		num, when, ok := strings.Cut(name, "@")
-		want := fmt.Sprintf("%04d", i+1)
+		want := fmt.Sprintf("%04d", i)
 		if !ok || num != want {
 			t.Fatalf("name %q: number %q, want %q", name, num, want)
 		}
@@ -146,7 +147,7 @@ func TestHistoryListsRevisions(t *testing.T) {
 }
 
 // TestHistoryNameLookup: any padding of a revision's number finds it (names
-// widen past 9,999 revisions), a wrong time or number does not.
+// widen past revision 9999), a wrong time or number does not.
 func TestHistoryNameLookup(t *testing.T) {
 	l := start(t, filepath.Join(t.TempDir(), "s.dfs"))
 	m := l.mnt
@@ -155,10 +156,13 @@ func TestHistoryNameLookup(t *testing.T) {
 	names, _ := history(t, m, "f")
 	num, when, _ := strings.Cut(names[0], "@")
 	dir := m + "/.history/f/"
-	if got := readOr(t, dir+"00000001@"+when); got != "a" || num != "0001" {
+	if got := readOr(t, dir+"00000000@"+when); got != "a" || num != "0000" {
 		t.Fatalf("wider padding: %q (number %q)", got, num)
 	}
-	for _, bad := range []string{"0001@2001-01-01T00:00:00Z", "0002@" + when, "0000@" + when, "0001", "x@" + when} {
+	if got := readOr(t, dir+"0@"+when); got != "a" {
+		t.Fatalf("no padding: %q", got)
+	}
+	for _, bad := range []string{"0000@2001-01-01T00:00:00Z", "0001@" + when, "0000", "x@" + when} {
 		if _, err := os.Stat(dir + bad); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("stat %s: %v, want ENOENT", bad, err)
 		}

@@ -65,6 +65,7 @@ func TestHistoryCLIMounted(t *testing.T) {
 	if got := cli("cat", notes, "--rev", "0"); got != versions[0] {
 		t.Fatalf("cat --rev 0: %q", got)
 	}
+	checkHistoryNumbers(t, mnt, "notes.txt", len(versions))
 	if got := cli("restore", notes, "--rev", "0"); got != "notes.txt: revision 0 restored as revision 3\n" {
 		t.Fatalf("restore: %q", got)
 	}
@@ -103,4 +104,39 @@ func statsKeys(t *testing.T, js string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// checkHistoryNumbers checks that .history/NAME/ names the file's n
+// revisions by the numbers deltafs log prints and cat --rev and restore
+// --rev take: each entry's number is log's number for the same row, and
+// reading the entry gives what cat --rev of that number gives.
+func checkHistoryNumbers(t *testing.T, mnt, name string, n int) {
+	t.Helper()
+	live := filepath.Join(mnt, name)
+	out, err := exec.Command(binary, "log", live).Output()
+	if err != nil {
+		t.Fatalf("log %s: %v", name, err)
+	}
+	var logged []string
+	for _, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		logged = append(logged, strings.Fields(line)[0])
+	}
+	ents, err := os.ReadDir(filepath.Join(mnt, ".history", name))
+	if err != nil || len(ents) != n || len(logged) != n {
+		t.Fatalf(".history/%s: %d entries, %v; log: %q; want %d", name, len(ents), err, logged, n)
+	}
+	for i, e := range ents {
+		num, _, _ := strings.Cut(e.Name(), "@")
+		if strings.TrimLeft(num, "0") != strings.TrimLeft(logged[i], "0") {
+			t.Errorf(".history/%s/%s: number %s, deltafs log says %s", name, e.Name(), num, logged[i])
+		}
+		fromHist, err := os.ReadFile(filepath.Join(mnt, ".history", name, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromCat, err := exec.Command(binary, "cat", live, "--rev", logged[i]).Output()
+		if err != nil || string(fromCat) != string(fromHist) {
+			t.Errorf("cat --rev %s: %q, %v; .history/%s/%s holds %q", logged[i], fromCat, err, name, e.Name(), fromHist)
+		}
+	}
 }
