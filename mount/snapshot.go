@@ -55,8 +55,17 @@ func newSnapshotter(st *objstore.Store, b *fs.TreeBuilder, revs fs.Revisions, lo
 	return &snapshotter{st: st, b: b, revs: revs, log: log}
 }
 
-// Create takes a snapshot of the whole tree called name.
+// Create takes a snapshot of the whole tree called name, a name a user
+// may give (CheckSnapshotName).
 func (s *snapshotter) Create(ctx context.Context, name string) (index.Snapshot, error) {
+	if err := CheckSnapshotName(name); err != nil {
+		return index.Snapshot{}, err
+	}
+	return s.create(ctx, name)
+}
+
+// create is Create for any valid name, automatic ones included.
+func (s *snapshotter) create(ctx context.Context, name string) (index.Snapshot, error) {
 	if err := index.CheckName(name); err != nil {
 		return index.Snapshot{}, err
 	}
@@ -160,8 +169,11 @@ func (s *snapshotter) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
-// Rename renames snapshot from to to.
+// Rename renames snapshot from to to, a name a user may give.
 func (s *snapshotter) Rename(ctx context.Context, from, to string) error {
+	if err := CheckSnapshotName(to); err != nil {
+		return err
+	}
 	if err := s.st.RenameSnapshot(from, to); err != nil {
 		return wrapCorrupt(err)
 	}

@@ -145,6 +145,9 @@ func TestMountedSnapshotControl(t *testing.T) {
 	if _, err := Call(ctx, store, Request{Op: "create", Name: "cli-0"}); !errors.Is(err, index.ErrExists) {
 		t.Fatalf("duplicate over the socket: %v", err)
 	}
+	if _, err := Call(ctx, store, Request{Op: "create", Name: AutoName(time.Now())}); !errors.Is(err, index.ErrBadName) {
+		t.Fatalf("an automatic snapshot's name over the socket: %v", err)
+	}
 	l.stop(t)
 	if _, err := os.Stat(filepath.Join(store, ControlSocket)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("control socket left behind: %v", err)
@@ -157,6 +160,14 @@ func TestAutomaticSnapshots(t *testing.T) {
 	l := startWith(t, Config{Store: store, SnapshotEvery: 1100 * time.Millisecond, KeepSnapshots: 2})
 	mustDo(t, os.WriteFile(l.mnt+"/f", []byte("x"), 0o644))
 	mustDo(t, os.Mkdir(l.mnt+"/.snapshots/mine", 0o755))
+	// An automatic snapshot's name is reserved: one a user made could
+	// be retired as automatic.
+	if err := os.Mkdir(l.mnt+"/.snapshots/auto-2026-11-30T16:37:17Z", 0o755); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("mkdir of an automatic name: %v, want EINVAL", err)
+	}
+	if err := os.Rename(l.mnt+"/.snapshots/mine", l.mnt+"/.snapshots/auto-2026-11-30T16:37:17Z"); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("rename to an automatic name: %v, want EINVAL", err)
+	}
 	time.Sleep(4 * time.Second)
 	ents, err := os.ReadDir(l.mnt + "/.snapshots")
 	mustDo(t, err)

@@ -138,7 +138,7 @@ func TestAutoSnapshotsRetireOnlyTheirOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := time.Date(2026, 11, 30, 2, 15, 0, 0, time.UTC)
-	a := &autoSnapshots{c: c, keep: 3, log: quiet(), now: func() time.Time { clock = clock.Add(time.Minute); return clock }, nameFunc: AutoName}
+	a := &autoSnapshots{s: o.snap, keep: 3, log: quiet(), now: func() time.Time { clock = clock.Add(time.Minute); return clock }, nameFunc: AutoName}
 	for range 5 {
 		a.tick(ctx)
 	}
@@ -149,6 +149,28 @@ func TestAutoSnapshotsRetireOnlyTheirOwn(t *testing.T) {
 	}
 	if !isAuto("auto-2026-11-30T02:18:00Z") || isAuto("auto-tuesday") || isAuto("mine") {
 		t.Fatal("isAuto misjudges names")
+	}
+	// Their names are theirs: a user can neither take nor rename a
+	// snapshot to one, but can rename one of theirs away to keep it.
+	if _, err := c.CreateSnapshot(ctx, "auto-2026-12-01T00:00:00Z"); !errors.Is(err, index.ErrBadName) {
+		t.Fatalf("create with an automatic name: %v, want ErrBadName", err)
+	}
+	if err := c.RenameSnapshot(ctx, "mine", "auto-2026-12-01T00:00:00Z"); !errors.Is(err, index.ErrBadName) {
+		t.Fatalf("rename to an automatic name: %v, want ErrBadName", err)
+	}
+	if _, err := c.CreateSnapshot(ctx, "auto-tuesday"); err != nil {
+		t.Fatalf("a name only starting like an automatic one: %v", err)
+	}
+	if err := c.RenameSnapshot(ctx, "auto-2026-11-30T02:18:00Z", "kept"); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		a.tick(ctx)
+	}
+	list, _ = c.ListSnapshots(ctx)
+	want = "[mine kept auto-tuesday auto-2026-11-30T02:21:00Z auto-2026-11-30T02:22:00Z auto-2026-11-30T02:23:00Z]"
+	if fmt.Sprint(names(list)) != want {
+		t.Fatalf("after a rename and 3 more ticks: %v, want %s", names(list), want)
 	}
 }
 

@@ -76,7 +76,7 @@ func (p *snapshotParts) start(store string, cfg Config) error {
 	if cfg.SnapshotEvery > 0 && p.tree != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		p.stopAuto, p.autoDone = cancel, make(chan struct{})
-		a := &autoSnapshots{c: controller{p.snap, p.hist}, every: cfg.SnapshotEvery, keep: cfg.KeepSnapshots, log: cfg.Logger, now: time.Now, nameFunc: AutoName}
+		a := &autoSnapshots{s: p.snap, every: cfg.SnapshotEvery, keep: cfg.KeepSnapshots, log: cfg.Logger, now: time.Now, nameFunc: AutoName}
 		go func() { defer close(p.autoDone); a.run(ctx) }()
 	}
 	return nil

@@ -57,7 +57,7 @@ func newSnapCreateCmd() *cobra.Command {
 		Example: "  deltafs snapshot create ~/work before-refactor",
 		Args:    exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := index.CheckName(args[1]); err != nil {
+			if err := mount.CheckSnapshotName(args[1]); err != nil {
 				return &usageError{err: err}
 			}
 			return withController(cmd, args[0], false, func(c mount.Controller) error {
@@ -172,7 +172,7 @@ func newSnapRenameCmd() *cobra.Command {
 		Short: "Rename the snapshot OLD to NEW",
 		Args:  exactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := index.CheckName(args[2]); err != nil {
+			if err := mount.CheckSnapshotName(args[2]); err != nil {
 				return &usageError{err: err}
 			}
 			return withController(cmd, args[0], false, func(c mount.Controller) error {

@@ -26,6 +26,11 @@ func TestSnapshotCLIUnmounted(t *testing.T) {
 	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "create", store, "after"), exitFailure, "already exists")
 	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "create", store, ".."), exitUsage, "invalid name")
 	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "create", store, strings.Repeat("x", 256)), exitUsage, "invalid name")
+	// The names of automatic snapshots are theirs (--keep-snapshots
+	// retires by name): a user can neither take one nor rename to one.
+	const autoName = "auto-2026-11-30T16:37:17Z"
+	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "create", store, autoName), exitUsage, "reserved for automatic snapshots")
+	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "rename", store, "after", autoName), exitUsage, "reserved for automatic snapshots")
 	if r := runCLI(t, nil, "snapshot", "rename", store, "before", "first"); r.code != 0 {
 		t.Fatalf("rename: %+v", r)
 	}
