@@ -106,3 +106,55 @@ func checkFUSE(device string) error {
 	}
 	return nil
 }
+
+// xattrProbe is the attribute checkXattrs sets and removes: one of
+// deltafs's own (fs.XattrID's namespace), which a deltafs mount refuses
+// to its users, so that a store inside another deltafs mount fails too.
+const xattrProbe = "user.deltafs.probe"
+
+// checkXattrs checks that the filesystem of dir, the store's live
+// directory, keeps user xattrs: every live file's identity is one
+// (fs.XattrID), and a file without one is never recorded. It sets and
+// removes xattrProbe on dir itself, so that it leaves nothing behind.
+func checkXattrs(dir string) error {
+	err := unix.Setxattr(dir, xattrProbe, []byte{1}, 0)
+	if err == nil {
+		err = unix.Removexattr(dir, xattrProbe)
+	}
+	if err == nil {
+		return nil
+	}
+	kind := fsTypeOf(dir)
+	if kind == "" {
+		kind = "a filesystem of unknown type"
+	}
+	// %v, not %w: an EPERM (a deltafs mount's answer) is no
+	// permission problem of the user's.
+	return fmt.Errorf("%w: the store %s is on %s (setxattr %s: %v); a store needs user xattrs, where deltafs keeps each live file's identity",
+		ErrNoXattrs, filepath.Dir(dir), kind, xattrProbe, err)
+}
+
+// fsTypeOf returns the type of the filesystem holding dir (absolute,
+// symlinks resolved), as /proc/self/mountinfo names it, or "".
+func fsTypeOf(dir string) string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	best, kind := -1, ""
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, p := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(p) < 1 {
+			continue
+		}
+		// The deepest mount point holding dir; of equal ones the last
+		// mounted, which hides the others.
+		if mp := unescapeMountinfo(f[4]); within(dir, mp) || mp == "/" {
+			if len(mp) >= best {
+				best, kind = len(mp), p[0]
+			}
+		}
+	}
+	return kind
+}

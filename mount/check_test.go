@@ -1,10 +1,15 @@
 package mount
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/deltafs/deltafs/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 func TestCheckMountPoint(t *testing.T) {
@@ -51,4 +56,46 @@ func TestCheckFUSEMissingDevice(t *testing.T) {
 	if err := checkFUSE(filepath.Join(t.TempDir(), "fuse")); !errors.Is(err, ErrNoFUSE) {
 		t.Fatalf("checkFUSE of a missing device: %v, want ErrNoFUSE", err)
 	}
+}
+
+// TestMountRefusesStoreWithoutXattrs: a store whose filesystem keeps no
+// user xattrs (ramfs; another deltafs mount, which refuses its own
+// namespace to users) would record no history, so a mount refuses it
+// with ErrNoXattrs naming the filesystem, and leaves no new store behind;
+// a store that takes them mounts and keeps no probe attribute.
+func TestMountRefusesStoreWithoutXattrs(t *testing.T) {
+	testutil.RequireFUSE(t)
+	rfs := ramfs(t)
+	outer := start(t, filepath.Join(t.TempDir(), "s.dfs"))
+	for _, c := range []struct{ dir, fs string }{{rfs, "ramfs"}, {outer.mnt, "fuse.deltafs"}} {
+		store := filepath.Join(c.dir, "s.dfs")
+		ctx, cancel := context.WithCancel(context.Background())
+		err := Run(ctx, Config{Store: store, MountPoint: t.TempDir(), Ready: func(*Mounted) { cancel() }}) // mounted: unmount at once
+		cancel()
+		if !errors.Is(err, ErrNoXattrs) || !strings.Contains(err.Error(), c.fs) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("mount of a store on %s: %v; want one line of ErrNoXattrs naming %s", c.fs, err, c.fs)
+		}
+		if _, err := os.Lstat(store); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a refused mount left %s behind: %v", store, err)
+		}
+	}
+	live := filepath.Join(outer.store, liveDir)
+	if _, err := unix.Getxattr(live, xattrProbe, nil); !errors.Is(err, unix.ENODATA) {
+		t.Errorf("probe attribute left on %s: %v", live, err)
+	}
+}
+
+// ramfs mounts a ramfs (which keeps no user xattrs) on a fresh directory.
+func ramfs(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("none", dir, "ramfs", 0, ""); err != nil {
+		testutil.SkipOrFail(t, "mount ramfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount ramfs: %v", err)
+		}
+	})
+	return dir
 }

@@ -13,6 +13,11 @@ var (
 	// ErrNoFUSE: /dev/fuse is missing or cannot be opened, or (not root)
 	// fusermount3 is missing.
 	ErrNoFUSE = errors.New("FUSE is not available")
+	// ErrNoXattrs: the filesystem of the store's live directory keeps no
+	// user extended attributes (ramfs, a store inside another deltafs
+	// mount, ...), where a live file's identity lives: without them no
+	// history is recorded.
+	ErrNoXattrs = errors.New("filesystem keeps no user xattrs")
 	// ErrBusy: a process has a file or directory open in the mount, so
 	// that it cannot be unmounted (deltafs umount).
 	ErrBusy = errors.New("mount is busy")

@@ -80,6 +80,9 @@ func Run(ctx context.Context, cfg Config) error {
 	created := !exists(filepath.Join(store, "FORMAT"))
 	m, err := open(store, mnt, cfg)
 	if err != nil {
+		if created && errors.Is(err, ErrNoXattrs) {
+			_ = os.RemoveAll(store) // a store that cannot be used: leave nothing behind
+		}
 		return err
 	}
 	if err := m.mount(mnt, cfg); err != nil {
@@ -145,6 +148,9 @@ func open(store, mnt string, cfg Config) (*running, error) {
 	if !cfg.ReadOnly {
 		if err := os.Mkdir(live, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, errors.Join(fmt.Errorf("create %s: %w", live, err), st.Close())
+		}
+		if err := checkXattrs(live); err != nil {
+			return nil, errors.Join(err, st.Close())
 		}
 		if m.sink, err = openStoreSink(st, filepath.Join(store, idsFile), cfg.Logger); err != nil {
 			return nil, errors.Join(err, st.Close())

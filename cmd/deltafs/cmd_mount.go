@@ -234,7 +234,7 @@ func mountErrorCode(err error) int {
 		return exitMountPoint
 	case errors.Is(err, objstore.ErrLocked):
 		return exitStoreLocked
-	case errors.Is(err, objstore.ErrNotStore), errors.Is(err, objstore.ErrFormat), errors.Is(err, mount.ErrNoStore):
+	case errors.Is(err, objstore.ErrNotStore), errors.Is(err, objstore.ErrFormat), errors.Is(err, mount.ErrNoStore), errors.Is(err, mount.ErrNoXattrs):
 		return exitNotStore
 	case errors.Is(err, mount.ErrNoFUSE):
 		return exitNoFUSE

@@ -295,6 +295,7 @@ func TestMountExitCodes(t *testing.T) {
 		{wrap(&objstore.LockError{Dir: "s", PID: "1"}), exitStoreLocked},
 		{wrap(objstore.ErrNotStore), exitNotStore},
 		{wrap(objstore.ErrFormat), exitNotStore},
+		{wrap(fmt.Errorf("%w: the store s is on ramfs (setxattr: %v)", mount.ErrNoXattrs, os.ErrPermission)), exitNotStore},
 		{wrap(mount.ErrNoFUSE), exitNoFUSE},
 		{wrap(os.ErrPermission), exitPermission},
 		{wrap(errors.New("disk on fire")), exitFailure},
@@ -303,5 +304,30 @@ func TestMountExitCodes(t *testing.T) {
 		if got := exitCode(tt.err); got != tt.want {
 			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
 		}
+	}
+}
+
+// TestMountRefusesStoreWithoutXattrs: a store on ramfs (no user xattrs,
+// so no file would ever get an identity and a history) is refused with
+// one line naming the filesystem, exit 5, and nothing left behind.
+func TestMountRefusesStoreWithoutXattrs(t *testing.T) {
+	testutil.RequireFUSE(t)
+	rfs := t.TempDir()
+	if err := syscall.Mount("none", rfs, "ramfs", 0, ""); err != nil {
+		testutil.SkipOrFail(t, "mount ramfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(rfs, 0); err != nil {
+			t.Errorf("unmount ramfs: %v", err)
+		}
+	})
+	store := filepath.Join(rfs, "s.dfs")
+	r := runBinary(t, nil, "mount", store, t.TempDir())
+	requireOneErrorLine(t, r, exitNotStore, "no user xattrs")
+	if !strings.Contains(r.stderr, "ramfs") {
+		t.Errorf("the error does not name the filesystem: %q", r.stderr)
+	}
+	if _, err := os.Lstat(store); !os.IsNotExist(err) {
+		t.Errorf("a refused mount left %s behind: %v", store, err)
 	}
 }
