@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"syscall"
+	"time"
 
 	"github.com/deltafs/deltafs/index"
 )
@@ -21,6 +22,14 @@ type Snapshots interface {
 	Rename(ctx context.Context, from, to string) error
 	Tree(ctx context.Context, h index.TreeHash) (*index.Tree, error)
 	Read(ctx context.Context, id index.RevID) ([]byte, error)
+}
+
+// SnapshotsChanged is what a Snapshots may also offer: when its list of
+// snapshots last changed (a snapshot created, deleted or renamed, through
+// .snapshots or not), or when it started; .snapshots shows the later of
+// that and its own start as its times, not the epoch.
+type SnapshotsChanged interface {
+	Changed() time.Time
 }
 
 // snapErrno is toErrno with the snapshot errors of package index.

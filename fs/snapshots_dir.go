@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"syscall"
+	"time"
 
 	"github.com/deltafs/deltafs/index"
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -18,7 +19,8 @@ import (
 type SnapshotsDir struct {
 	gofs.Inode
 	noNewEntries
-	v *view
+	v     *view
+	start time.Time // when it was made: its times until a snapshot changes
 }
 
 var (
@@ -38,13 +40,23 @@ func NewSnapshotsDir(s Snapshots, log *slog.Logger) *SnapshotsDir {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &SnapshotsDir{v: &view{snaps: s, log: log, trees: map[index.TreeHash]*index.Tree{}}}
+	return &SnapshotsDir{v: &view{snaps: s, log: log, trees: map[index.TreeHash]*index.Tree{}}, start: time.Now()}
 }
 
+// Getattr gives .snapshots the time of the last change to the list of
+// snapshots (see SnapshotsChanged), or of its own making, as its
+// modification, change and access times.
 func (d *SnapshotsDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = syscall.S_IFDIR | 0o755
 	out.Nlink = 2
 	out.Ino = d.StableAttr().Ino
+	t := d.start
+	if c, ok := d.v.snaps.(SnapshotsChanged); ok {
+		if ct := c.Changed(); ct.After(t) {
+			t = ct
+		}
+	}
+	out.SetTimes(&t, &t, &t)
 	return 0
 }
 

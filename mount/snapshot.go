@@ -39,20 +39,30 @@ type snapshotter struct {
 
 	usage usageCache // per-snapshot usage, dropped by every change to the list
 
-	mu     sync.Mutex // guards the cache
-	cached []index.Snapshot
-	byName map[string]int // index into cached
-	valid  bool
+	mu      sync.Mutex // guards the cache and changed
+	cached  []index.Snapshot
+	byName  map[string]int // index into cached
+	valid   bool
+	changed time.Time // the last change to the list, or the start
 }
 
 var (
-	_ fs.Snapshots     = (*snapshotter)(nil)
-	_ Controller       = controller{}
-	_ fs.SnapshotSizer = (*snapshotter)(nil)
+	_ fs.Snapshots        = (*snapshotter)(nil)
+	_ Controller          = controller{}
+	_ fs.SnapshotSizer    = (*snapshotter)(nil)
+	_ fs.SnapshotsChanged = (*snapshotter)(nil)
 )
 
 func newSnapshotter(st *objstore.Store, b *fs.TreeBuilder, revs fs.Revisions, log *slog.Logger) *snapshotter {
-	return &snapshotter{st: st, b: b, revs: revs, log: log}
+	return &snapshotter{st: st, b: b, revs: revs, log: log, changed: time.Now()}
+}
+
+// Changed returns when a snapshot was last created, deleted or renamed
+// through s (every change while mounted is), or when s was made.
+func (s *snapshotter) Changed() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
 }
 
 // Create takes a snapshot of the whole tree called name, a name a user
@@ -194,6 +204,7 @@ func (s *snapshotter) edit(fn func([]index.Snapshot) []index.Snapshot) {
 	s.usage.invalidate()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.changed = time.Now()
 	if s.valid {
 		s.setCache(fn(s.cached))
 	}

@@ -183,3 +183,40 @@ func TestAutomaticSnapshots(t *testing.T) {
 		t.Fatalf("after 4 s every 1.1 s keeping 2: %v", ents)
 	}
 }
+
+// TestSnapshotsDirTimes: .snapshots shows the time of the last change to
+// the list of snapshots, or of the mount's start, not the epoch; a
+// snapshot taken through the control socket (behind the kernel's back)
+// counts too, once the kernel's cached attributes expire.
+func TestSnapshotsDirTimes(t *testing.T) {
+	before := time.Now().Truncate(time.Second)
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	dir := l.mnt + "/.snapshots"
+	mtime := func() time.Time {
+		t.Helper()
+		st, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.ModTime()
+	}
+	t0 := mtime()
+	if t0.Before(before) || t0.After(time.Now()) {
+		t.Fatalf(".snapshots mtime %v, want the mount's start (after %v)", t0, before)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	mustDo(t, os.Mkdir(dir+"/a", 0o755))
+	t1 := mtime()
+	if !t1.After(t0) {
+		t.Fatalf(".snapshots mtime %v after a mkdir, want later than %v", t1, t0)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if _, err := Call(context.Background(), store, Request{Op: "create", Name: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // the kernel's attribute timeout
+	if t2 := mtime(); !t2.After(t1) {
+		t.Fatalf(".snapshots mtime %v after a snapshot over the socket, want later than %v", t2, t1)
+	}
+}
