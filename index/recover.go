@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	badger "github.com/dgraph-io/badger/v4"
 )
 
 // removeEmptyLogs deletes zero-length badger logs (memtable *.mem and value
@@ -33,4 +36,15 @@ func removeEmptyLogs(dir string) error {
 		}
 	}
 	return nil
+}
+
+// NeedsRecovery reports whether err, returned by a read-only Open, is
+// badger refusing to replay a log a killed writer left half-written
+// ("Log truncate required to run DB"). A read-write Open replays it: it
+// applies every transaction whose commit reached the log and drops the
+// torn end, which no commit ever returned for (writes are synced), so
+// nothing committed is lost. badger wraps the error with %+v rather than
+// %w, so only its text identifies it.
+func NeedsRecovery(err error) bool {
+	return err != nil && strings.Contains(err.Error(), badger.ErrTruncateNeeded.Error())
 }

@@ -1,7 +1,6 @@
 package mount
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -39,14 +38,4 @@ func detach(dir string) error {
 		return syscall.Unmount(dir, syscall.MNT_DETACH)
 	}
 	return exec.Command("fusermount3", "-u", "-z", dir).Run()
-}
-
-// clearDeadMount detaches a deltafs mount on dir whose server is gone
-// (killed: every access fails with ENOTCONN), so that the store can be
-// mounted there again. It changes nothing else.
-func clearDeadMount(dir string) {
-	if _, err := os.Stat(dir); !errors.Is(err, syscall.ENOTCONN) || !IsDeltafsMount(dir) {
-		return
-	}
-	_ = detach(dir)
 }

@@ -78,11 +78,36 @@ func Open(dir string, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s, err := openLocked(dir, cfg, lock, created)
+	if err != nil && cfg.ReadOnly && index.NeedsRecovery(err) {
+		s, err = recoverThenOpen(dir, cfg, lock)
+	}
 	if err != nil {
 		lock.release()
 		return nil, err
 	}
 	return s, nil
+}
+
+// recoverThenOpen opens the store read-only after a writer was killed: a
+// read-only open cannot replay the index's half-written log (badger
+// refuses, "might result in data loss"), so the store is first opened
+// read-write and closed, which runs the recovery a mount or verify runs
+// (the index replays its logs, the segments' torn tails are checked and
+// cut back to the committed tail). This is safe: lock is held, so no
+// other process has the store open, and the replay applies only what was
+// committed; what it drops no commit ever returned for.
+func recoverThenOpen(dir string, cfg Config, lock *storeLock) (*Store, error) {
+	rw := cfg
+	rw.ReadOnly = false
+	s, err := openLocked(dir, rw, lock, false)
+	if err != nil {
+		return nil, err
+	}
+	s.lock = nil // keep the lock for the read-only open
+	if err := s.Close(); err != nil {
+		return nil, err
+	}
+	return openLocked(dir, cfg, lock, false)
 }
 
 func openLocked(dir string, cfg Config, lock *storeLock, created bool) (*Store, error) {
@@ -245,7 +270,9 @@ func (s *Store) Close() error {
 	s.senc.Close()
 	s.fenc.Close()
 	s.dec.Close()
-	errs = append(errs, s.lock.release())
+	if s.lock != nil { // nil: recoverThenOpen keeps it
+		errs = append(errs, s.lock.release())
+	}
 	return errors.Join(errs...)
 }
 

@@ -7,14 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"strings"
 	"syscall"
-	"time"
 
 	"github.com/deltafs/deltafs/mount"
 	"github.com/deltafs/deltafs/objstore"
@@ -164,66 +160,6 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, fmt.Errorf("%s: %w", envCPUProfile, err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
-}
-
-// newUmountCmd builds "deltafs umount".
-func newUmountCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "umount MOUNTPOINT",
-		Short: "Unmount a deltafs mount; its mount process records what is pending and exits",
-		Long: `Unmount the deltafs mount at MOUNTPOINT. The "deltafs mount" process
-serving it then records every pending revision, closes the store and
-exits. A busy mount (a shell inside it, an open file) is refused with
-exit status 11, naming the processes that hold it.`,
-		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runUmount(args[0])
-		},
-	}
-}
-
-// runUmount unmounts the deltafs mount at mnt.
-func runUmount(mnt string) error {
-	abs, err := filepath.Abs(mnt)
-	if err == nil {
-		abs, err = filepath.EvalSymlinks(abs)
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w: %w", mnt, mount.ErrMountPoint, err)
-	}
-	if !mount.IsDeltafsMount(abs) {
-		return fmt.Errorf("%s: %w: not a deltafs mount", abs, mount.ErrMountPoint)
-	}
-	if os.Geteuid() == 0 {
-		if err := syscall.Unmount(abs, 0); errors.Is(err, syscall.EBUSY) {
-			return busyError(abs)
-		} else if err != nil {
-			return fmt.Errorf("unmount %s: %w", abs, err)
-		}
-	} else if out, err := exec.Command("fusermount3", "-u", abs).CombinedOutput(); err != nil {
-		if strings.Contains(strings.ToLower(string(out)), syscall.EBUSY.Error()) {
-			return busyError(abs)
-		}
-		return fmt.Errorf("unmount %s: %s", abs, strings.TrimSpace(string(out)))
-	}
-	waitUnmounted(abs, 5*time.Second)
-	return nil
-}
-
-// busyError says which processes keep the mount at mnt busy.
-func busyError(mnt string) error {
-	who := mount.DescribeHolders(mount.Holders(mnt))
-	if who == "" {
-		who = "a process (see 'fuser -vm " + mnt + "')"
-	}
-	return fmt.Errorf("%s: %w (in use by %s): close the files open in it and leave it, then unmount again", mnt, mount.ErrBusy, who)
-}
-
-// waitUnmounted waits a little for the unmount to show.
-func waitUnmounted(dir string, limit time.Duration) {
-	for end := time.Now().Add(limit); mount.IsDeltafsMount(dir) && time.Now().Before(end); {
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // mountErrorCode returns the exit code of a mount error, or 0 if it is

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/deltafs/deltafs/mount"
+	"github.com/deltafs/deltafs/objstore"
+	"github.com/spf13/cobra"
+)
+
+// newUmountCmd builds "deltafs umount".
+func newUmountCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "umount MOUNTPOINT",
+		Short: "Unmount a deltafs mount; its mount process records what is pending and exits",
+		Long: `Unmount the deltafs mount at MOUNTPOINT and wait until the "deltafs
+mount" process serving it has recorded every pending revision and let
+the store go: when umount returns 0, the store is free for gc, repack or
+another mount. If that process left changes unrecorded (its shutdown
+deadline passed), umount says so and exits 1; the next mount records
+them. A busy mount (a shell inside it, an open file) is refused with
+exit status 11, naming the processes that hold it. A mount whose
+process was killed is detached (the next mount records what it left).`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runUmount(cmd.OutOrStdout(), args[0], umountWait)
+		},
+	}
+}
+
+// umountWait bounds how long umount waits for the mount process to let
+// the store go: that process's own default shutdown deadline, and some.
+const umountWait = mount.DefaultShutdownTimeout + 15*time.Second
+
+// umountNotice is how long umount waits before saying what it waits for.
+const umountNotice = 2 * time.Second
+
+// runUmount unmounts the deltafs mount at mnt and waits, up to wait, for
+// its mount process to finish.
+func runUmount(out io.Writer, mnt string, wait time.Duration) error {
+	abs, err := mountPointPath(mnt)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", mnt, mount.ErrMountPoint, err)
+	}
+	if !mount.IsDeltafsMount(abs) {
+		return fmt.Errorf("%s: %w: not a deltafs mount", abs, mount.ErrMountPoint)
+	}
+	store, readOnly := mount.MountSource(abs)
+	if dead, err := mount.DetachDead(abs, store); err != nil {
+		return err
+	} else if dead {
+		fmt.Fprintf(out, "deltafs: umount: the mount process of %s is gone; detached it (the next mount of %s records what it left)\n", abs, store)
+		return nil
+	}
+	if err := unmount(abs); err != nil {
+		return err
+	}
+	waitUnmounted(abs, 5*time.Second)
+	if err := waitReleased(out, abs, store, wait); err != nil {
+		return err
+	}
+	if readOnly {
+		return nil // a read-only mount records nothing
+	}
+	return checkRecorded(abs, store)
+}
+
+// mountPointPath returns mnt absolute, symlinks resolved. A dead mount
+// point (its server killed) cannot be looked at (ENOTCONN): its parent
+// is resolved instead.
+func mountPointPath(mnt string) (string, error) {
+	abs, err := filepath.Abs(mnt)
+	if err != nil {
+		return "", err
+	}
+	resolved, err := filepath.EvalSymlinks(abs)
+	if errors.Is(err, syscall.ENOTCONN) {
+		var dir string
+		dir, err = filepath.EvalSymlinks(filepath.Dir(abs))
+		resolved = filepath.Join(dir, filepath.Base(abs))
+	}
+	return resolved, err
+}
+
+// unmount unmounts the mount on mnt: umount(2) as root, fusermount3
+// otherwise.
+func unmount(mnt string) error {
+	if os.Geteuid() == 0 {
+		if err := syscall.Unmount(mnt, 0); errors.Is(err, syscall.EBUSY) {
+			return busyError(mnt)
+		} else if err != nil {
+			return fmt.Errorf("unmount %s: %w", mnt, err)
+		}
+		return nil
+	}
+	if out, err := exec.Command("fusermount3", "-u", mnt).CombinedOutput(); err != nil {
+		if strings.Contains(strings.ToLower(string(out)), syscall.EBUSY.Error()) {
+			return busyError(mnt)
+		}
+		return fmt.Errorf("unmount %s: %s", mnt, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// busyError says which processes keep the mount at mnt busy.
+func busyError(mnt string) error {
+	who := mount.DescribeHolders(mount.Holders(mnt))
+	if who == "" {
+		who = "a process (see 'fuser -vm " + mnt + "')"
+	}
+	return fmt.Errorf("%s: %w (in use by %s): close the files open in it and leave it, then unmount again", mnt, mount.ErrBusy, who)
+}
+
+// waitUnmounted waits a little for the unmount to show.
+func waitUnmounted(dir string, limit time.Duration) {
+	for end := time.Now().Add(limit); mount.IsDeltafsMount(dir) && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitReleased waits up to limit for the mount process of store, which
+// records what is pending after the unmount, to let the store lock go;
+// after umountNotice it says on out what it waits for. A mount that
+// names no store has nothing to wait for.
+func waitReleased(out io.Writer, mnt, store string, limit time.Duration) error {
+	start, noticed := time.Now(), false
+	for store != "" {
+		err := objstore.Holder(store)
+		var held *objstore.LockError
+		switch {
+		case err == nil:
+			return nil
+		case !errors.As(err, &held):
+			return fmt.Errorf("unmounted %s, but: %w", mnt, err)
+		case time.Since(start) > limit:
+			return fmt.Errorf("unmounted %s, but %w after %s: its mount process has not finished recording what was pending", mnt, err, limit.Round(time.Second))
+		case !noticed && time.Since(start) > umountNotice:
+			fmt.Fprintf(out, "deltafs: umount: unmounted %s; waiting up to %s for its mount process to record what is pending and let %s go\n",
+				mnt, limit.Round(time.Second), store)
+			noticed = true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// checkRecorded fails if the store's pending journal, now that its mount
+// process is done, still names changed files: the process's last
+// recording failed or its shutdown deadline passed.
+func checkRecorded(mnt, store string) error {
+	n, err := mount.Unrecorded(store)
+	if err != nil {
+		return fmt.Errorf("unmounted %s, but reading what its mount left: %w", mnt, err)
+	}
+	if n == 0 {
+		return nil
+	}
+	files := "1 changed file"
+	if n > 1 {
+		files = fmt.Sprintf("%d changed files", n)
+	}
+	return fmt.Errorf("unmounted %s, but its mount process exited leaving %s unrecorded: the next mount of %s records the changes", mnt, files, store)
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/deltafs/deltafs/internal/testutil"
+)
+
+// TestUmountWaitsForRecording: when umount returns 0 the mount process
+// has recorded the file just closed and let the store go, so that the
+// next command on the unmounted store (the README's umount-then-gc)
+// does not find it locked.
+func TestUmountWaitsForRecording(t *testing.T) {
+	store, mnt := newMountDirs(t)
+	p := startMount(t, store, mnt)
+	writeFile(t, mnt, "p.bin", testutil.Bytes(4, 30_000_000))
+	r := runBinary(t, nil, "umount", mnt)
+	if r.code != 0 || r.stderr != "" || r.stdout != "" && !strings.Contains(r.stdout, "waiting up to") {
+		t.Fatalf("umount: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if r := runBinary(t, nil, "log", "--store", store, "p.bin"); r.code != 0 || !strings.HasPrefix(r.stdout, "0\t") {
+		t.Fatalf("log right after umount: exit %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	p.wait(t)
+}
+
+// TestUmountReportsUnrecorded: a mount process whose shutdown deadline
+// passes before it has recorded what was pending makes umount fail
+// saying so; the next mount records it.
+func TestUmountReportsUnrecorded(t *testing.T) {
+	store, mnt := newMountDirs(t)
+	p := startMount(t, store, mnt, "--shutdown-timeout", "50ms")
+	data := testutil.Bytes(5, 60_000_000)
+	writeFile(t, mnt, "p.bin", data)
+	requireOneErrorLine(t, runBinary(t, nil, "umount", mnt), exitFailure, "leaving 1 changed file unrecorded")
+	if err := p.Cmd.Wait(); err == nil {
+		t.Fatalf("mount process exited 0 past its shutdown deadline; stderr %q", p.Stderr.String())
+	}
+	p = startMount(t, store, mnt)
+	if r := runBinary(t, nil, "umount", mnt); r.code != 0 {
+		t.Fatalf("second umount: exit %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	p.wait(t)
+	r := runBinary(t, nil, "cat", "--store", store, "p.bin")
+	if r.code != 0 || !bytes.Equal([]byte(r.stdout), data) {
+		t.Fatalf("cat after the next mount: exit %d, %d bytes, %q", r.code, len(r.stdout), r.stderr)
+	}
+}
+
+// TestUmountDeadMount: umount of a mount whose process was killed
+// detaches it, says so in one line and exits 0; the next mount works.
+// (Here the kernel still answers lstat of the dead mount point from its
+// cache; once that expires lstat fails with ENOTCONN, which umount
+// resolves around, but this test cannot make it expire on demand.)
+func TestUmountDeadMount(t *testing.T) {
+	store, mnt := newMountDirs(t)
+	killMount(t, store, mnt)
+	r := runBinary(t, nil, "umount", mnt)
+	if r.code != 0 || r.stderr != "" || strings.Count(r.stdout, "\n") != 1 || !strings.Contains(r.stdout, "is gone; detached it") {
+		t.Fatalf("umount of a dead mount: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if testutil.Mounted(mnt) {
+		t.Fatalf("%s still mounted", mnt)
+	}
+	p := startMount(t, store, mnt)
+	if b, err := os.ReadFile(filepath.Join(mnt, "x.txt")); err != nil || string(b) != "hi\n" {
+		t.Fatalf("after the dead mount's umount: %q, %v", b, err)
+	}
+	p.stop(t, syscall.SIGTERM)
+}

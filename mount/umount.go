@@ -1,0 +1,77 @@
+package mount
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/objstore"
+)
+
+// What "deltafs umount" needs besides unmount(2): the store behind a
+// mount point, a dead mount's detach, and what the mount process left
+// unrecorded when it exited.
+
+// MountSource returns the store of the deltafs mount on dir (its source
+// in /proc/self/mountinfo) and whether it is mounted read-only; store is
+// "" if dir is no deltafs mount point. It does not touch dir, which may
+// be a dead mount.
+func MountSource(dir string) (store string, readOnly bool) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if ok && len(f) > 5 && len(g) > 1 && g[0] == fsType && unescapeMountinfo(f[4]) == dir {
+			store, readOnly = unescapeMountinfo(g[1]), slices.Contains(strings.Split(f[5], ","), "ro")
+		}
+	}
+	return store, readOnly
+}
+
+// DetachDead lazily unmounts the deltafs mount on dir if its server is
+// gone (killed) and reports whether it did. A mount is dead when dir
+// answers ENOTCONN, or when nobody holds the lock of its store (store,
+// "" if unknown): a serving mount process holds it until it has
+// unmounted. The next mount of the store records what was left pending.
+func DetachDead(dir, store string) (bool, error) {
+	_, err := os.Stat(dir)
+	dead := errors.Is(err, syscall.ENOTCONN) || store != "" && objstore.Holder(store) == nil
+	if !dead || !IsDeltafsMount(dir) {
+		return false, nil
+	}
+	if err := detach(dir); err != nil {
+		return false, fmt.Errorf("detach %s: %w", dir, err)
+	}
+	return true, nil
+}
+
+// clearDeadMount detaches a deltafs mount on dir whose server is gone, so
+// that the store can be mounted there again. It changes nothing else.
+func clearDeadMount(dir string) {
+	_, _ = DetachDead(dir, "")
+}
+
+// Unrecorded returns how many files the pending journal of store still
+// names. Read once no mount has the store open, these are the changes
+// the last mount did not record before it exited (none after a clean
+// unmount); the next mount records them.
+func Unrecorded(store string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(store, journalFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	j := &journal{pending: map[fs.FileID]*pendingFile{}}
+	j.replay(b)
+	return len(j.pending), nil
+}
