@@ -60,7 +60,12 @@ func cleanRel(rel string) (string, error) {
 		return "", fmt.Errorf("/: %w", ErrIsDir)
 	}
 	for _, v := range []string{".snapshots", fs.HistoryName} {
-		if c == v || strings.HasPrefix(c, v+"/") {
+		// The view directories themselves, and a snapshot's directory,
+		// are directories: the exit code a directory gets, not "no
+		// history".
+		if sub, in := strings.CutPrefix(c, v+"/"); c == v || in && v == ".snapshots" && !strings.Contains(sub, "/") {
+			return "", fmt.Errorf("%s: %w (a view of the store, not a live file)", rel, ErrIsDir)
+		} else if in {
 			return "", fmt.Errorf("%s: inside %s, not a live file: %w", rel, v, ErrNoHistory)
 		}
 	}
