@@ -64,6 +64,7 @@ type FS struct {
 	refs        refTable      // Changes holding a reference only, by inode (see keepRemoved)
 	reports     atomic.Uint64 // Changes reported (Change.Report)
 	quiet       bool          // rec takes no Removed and Linked events (QuietRecorder)
+	unlinks     bool          // a quiet rec still takes Removed of regular files (UnlinkListener)
 	readNew     bool          // Config.ReadSmallNew
 	captured    atomic.Int64  // bytes of Change.Data not yet closed (see capture.go)
 	closing     atomic.Int32  // writable handles closed but not released, all files (see history_wait.go)
@@ -97,6 +98,9 @@ func New(cfg Config) (*FS, error) {
 	f.readNew = cfg.ReadSmallNew
 	if q, ok := f.rec.(QuietRecorder); ok {
 		f.quiet = q.IgnoresRemovesAndLinks()
+	}
+	if u, ok := f.rec.(UnlinkListener); ok && f.quiet {
+		f.unlinks = u.TakesUnlinks()
 	}
 	if f.log == nil {
 		f.log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -147,16 +147,26 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 // kernel looked up (to unlink it) already has, and a regular file is
 // looked at only if pending changes reach it by reference (keepRemoved;
 // it keeps the file whatever its link count, which it does not know).
+// An UnlinkListener hears a regular file's unlink with its ID alone.
 func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
 	ino, reg := uint64(0), true
+	var id FileID
 	if ch := n.GetChild(name); ch != nil {
 		ino, reg = ch.StableAttr().Ino, ch.StableAttr().Mode&syscall.S_IFMT == syscall.S_IFREG
+		if c, ok := ch.Operations().(*Node); ok && reg {
+			c.mu.Lock()
+			id = c.reported
+			c.mu.Unlock()
+		}
 	} else {
 		ino = n.childIno(name)
 	}
+	p := n.childPath(name)
+	if reg && id.IsZero() && (n.fsys.unlinks || ino != 0 && n.fsys.refs.pending(ino)) {
+		id = readID(p)
+	}
 	if reg && ino != 0 && n.fsys.refs.pending(ino) {
-		p := n.childPath(name)
-		if errno := n.fsys.keepRemoved(ctx, p, ino, readID(p)); errno != 0 {
+		if errno := n.fsys.keepRemoved(ctx, p, ino, id); errno != 0 {
 			return errno
 		}
 	}
@@ -164,6 +174,9 @@ func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
 		return errno
 	}
 	n.touchChild(ino)
+	if reg && n.fsys.unlinks && !id.IsZero() {
+		n.fsys.rec.Removed(Remove{Path: n.childRel(name), ID: id})
+	}
 	return 0
 }
 

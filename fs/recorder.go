@@ -112,7 +112,7 @@ type Remove struct {
 	Path  string
 	ID    FileID // zero unless a regular file
 	Dir   bool
-	Nlink uint32 // links left to the inode (regular files; 0: gone)
+	Nlink uint32 // links left to the inode (regular files; 0: gone, or not gathered: see UnlinkListener)
 }
 
 // Link reports a new hard link Path to the file that Target names.
@@ -180,6 +180,19 @@ type ReleaseReader interface {
 // writes pays both) nor calls Removed and Linked.
 type QuietRecorder interface {
 	IgnoresRemovesAndLinks() bool
+}
+
+// UnlinkListener is implemented by a QuietRecorder that still takes the
+// Removed event of a regular file's unlink, to know which file left
+// which path (the mount continues a file's history in a new file made
+// at its path soon after: git checkout unlinks a file and creates it
+// again). When TakesUnlinks is true, the live tree calls Removed for the
+// unlink of a regular file with Path and ID alone (the ID is the node's
+// if it reported a change this mount, else one xattr read; Nlink is not
+// gathered and reads 0), and still not for directories or links.
+type UnlinkListener interface {
+	QuietRecorder
+	TakesUnlinks() bool
 }
 
 // NopRecorder records nothing. It serves a mount that keeps no history

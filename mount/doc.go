@@ -139,7 +139,11 @@
 // atomic save (a file with no history yet, or a young one, renamed over
 // one that has one continues that history, and the replaced inode, which
 // a hard link or a descriptor may keep alive, loses it: see
-// storesink_rename.go); links and removes change nothing there.
+// storesink_rename.go), or for a new file made at a path another file
+// with a history left lately (renamed away, unlinked: Vim's default save,
+// git checkout), which the Recorder remembers for a minute and marks on
+// the new file's change (vacated.go); links and removes change nothing
+// there.
 // So the journal notes a pending file's new path (a hint) and, for a
 // rename over another file, which file it replaced; the redo continues
 // the replaced file's history when the pending file has none. The id

@@ -19,8 +19,13 @@ type Event struct {
 	Link   *fs.Link
 	// Continues is set on a Change of a new file that was then renamed
 	// over an existing file (an editor's atomic save): the change
-	// continues that file's history instead of starting its own.
+	// continues that file's history instead of starting its own; or of a
+	// new file made at a path another file left (vacated.go).
 	Continues fs.FileID
+	// LivesAt is where the file Continues names went when it left the
+	// path by a rename (vacated.go): the sink forks its history there if
+	// it is still alive.
+	LivesAt string
 
 	redo *redo // a pending file of the journal to redo (journal_redo.go)
 	// read is signalled once the sink has read what it records of the
@@ -87,6 +92,7 @@ type Recorder struct {
 	seq     map[fs.FileID]uint64      // queue position of a file's last change
 	reads   map[fs.FileID]*readSignal // read signal of the event at seq, if a change
 	bound   map[fs.FileID]uint64      // queue position of the last rename of a file over another
+	vac     vacated                   // paths files left lately (vacated.go)
 	reports uint64                    // Changed calls so far
 	enq     uint64                    // events queued so far
 	done    uint64                    // events the sink finished
@@ -100,6 +106,7 @@ type Recorder struct {
 type heldChange struct {
 	c         fs.Change
 	continues fs.FileID
+	livesAt   string
 	timer     *time.Timer
 	newDue    time.Time // when a held new file's grace ends; later closes do not extend it
 	// writing is set once a writer started changing the file (dirtied):
@@ -120,6 +127,7 @@ func NewRecorder(sink Sink, interval time.Duration, log *slog.Logger) *Recorder 
 		held: map[fs.FileID]*heldChange{}, last: map[fs.FileID]time.Time{}, seq: map[fs.FileID]uint64{}, bound: map[fs.FileID]uint64{},
 		reads: map[fs.FileID]*readSignal{},
 		wake:  make(chan struct{}, 1), urgent: make(chan struct{}, 1), exited: make(chan struct{}),
+		vac: vacated{window: vacateWindow},
 	}
 	if is, ok := sink.(IgnoringSink); ok {
 		r.ignores = is.Ignores
@@ -146,15 +154,20 @@ func (r *Recorder) Changed(c fs.Change) {
 	r.reports++
 	k := key(&c)
 	var cont fs.FileID
+	var livesAt string
 	now := time.Now()
 	newDue := now.Add(newFileGrace)
 	if h := r.held[k]; h != nil {
 		h.timer.Stop()
 		delete(r.held, k)
-		c, cont = merge(h.c, c), h.continues
+		c, cont, livesAt = merge(h.c, c), h.continues, h.livesAt
 		if !h.newDue.IsZero() {
 			newDue = h.newDue
 		}
+	}
+	r.vac.changed(c.ID)
+	if c.New && cont.IsZero() && !c.ID.IsZero() {
+		cont, livesAt = r.succeed(c.Path, c.ID, now)
 	}
 	wait := time.Duration(0)
 	if c.Fsync {
@@ -169,11 +182,11 @@ func (r *Recorder) Changed(c fs.Change) {
 		newDue = time.Time{}
 	}
 	if wait > 0 {
-		r.held[k] = &heldChange{c: c, continues: cont, newDue: newDue, timer: time.AfterFunc(wait, func() { r.release(k) })}
+		r.held[k] = &heldChange{c: c, continues: cont, livesAt: livesAt, newDue: newDue, timer: time.AfterFunc(wait, func() { r.release(k) })}
 		return
 	}
 	r.last[k] = now
-	r.pushChange(k, Event{Change: &c, Continues: cont})
+	r.pushChange(k, Event{Change: &c, Continues: cont, LivesAt: livesAt})
 }
 
 // pushChange queues the change ev of file k, with r.mu held.
@@ -218,11 +231,12 @@ func (r *Recorder) releaseLocked(k fs.FileID) {
 	h.timer.Stop()
 	delete(r.held, k)
 	r.last[k] = time.Now()
-	r.pushChange(k, Event{Change: &h.c, Continues: h.continues})
+	r.pushChange(k, Event{Change: &h.c, Continues: h.continues, LivesAt: h.livesAt})
 }
 
-// Renamed queues r; a held new file renamed over another file continues
-// that file's history.
+// Renamed queues r; a held new file renamed over another file, or to a
+// path another file left lately (vacated.go), continues that file's
+// history.
 func (r *Recorder) Renamed(ev fs.Rename) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -230,12 +244,16 @@ func (r *Recorder) Renamed(ev fs.Rename) {
 		if !ev.Replaced.IsZero() {
 			r.releaseLocked(ev.Replaced) // the original's revision comes first
 		}
-		if !ev.Replaced.IsZero() && !ev.Exchange && h.c.New {
-			h.continues = ev.Replaced
+		switch {
+		case !ev.Replaced.IsZero() && !ev.Exchange && h.c.New:
+			h.continues, h.livesAt = ev.Replaced, ""
+		case ev.Replaced.IsZero() && !ev.Exchange && h.c.New && h.continues.IsZero():
+			h.continues, h.livesAt = r.succeed(ev.To, ev.ID, time.Now())
 		}
 		h.c.Path = ev.To
 		r.releaseLocked(ev.ID)
 	}
+	r.renamedPaths(ev)
 	if r.pushUnlessIgnored(Event{Rename: &ev}) && !ev.ID.IsZero() && !ev.Replaced.IsZero() {
 		r.bound[ev.ID] = r.enq // the sink may give it the replaced file's history
 	}
@@ -244,8 +262,15 @@ func (r *Recorder) Renamed(ev fs.Rename) {
 func (r *Recorder) Removed(ev fs.Remove) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !ev.Dir && !ev.ID.IsZero() {
+		r.vac.left(ev.Path, ev.ID, "", time.Now())
+	}
 	r.pushUnlessIgnored(Event{Remove: &ev})
 }
+
+// TakesUnlinks implements fs.UnlinkListener: the Recorder notes which
+// file an unlink took from which path (vacated.go), whatever its sink.
+func (r *Recorder) TakesUnlinks() bool { return true }
 
 // IgnoresRemovesAndLinks implements fs.QuietRecorder: true when the
 // sink ignores every removal and link (the store sink does), so that the

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -50,6 +51,7 @@ type storeSink struct {
 	forked      map[fs.FileID]index.RevID
 	forkedOrder []fs.FileID
 	saveWindow  time.Duration // see storesink_rename.go
+	live        string        // the live tree (STORE/live), see forkMoved
 	f           idsLog        // idsFile, for appending
 	// unwritten holds the records bound since the last syncIDs, which
 	// writes them with one write(2) before its fsync: a window of new
@@ -77,7 +79,8 @@ type idsLog interface {
 
 // openStoreSink loads the id map of the store in dir.
 func openStoreSink(st *objstore.Store, path string, log *slog.Logger) (*storeSink, error) {
-	s := &storeSink{st: st, log: log, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}, restoring: map[index.FileID]index.RevID{}, forked: map[fs.FileID]index.RevID{}, saveWindow: saveWindow}
+	s := &storeSink{st: st, log: log, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}, restoring: map[index.FileID]index.RevID{}, forked: map[fs.FileID]index.RevID{}, saveWindow: saveWindow,
+		live: filepath.Join(filepath.Dir(path), liveDir)}
 	f, err := openIDs(st, path, s.ids, log)
 	if err != nil {
 		return nil, err
@@ -102,7 +105,7 @@ func (s *storeSink) Record(ctx context.Context, ev Event) error {
 	switch {
 	case ev.Change != nil:
 		defer ev.Change.Close()
-		return s.change(ctx, ev.Change, ev.Continues, ev.read)
+		return s.change(ctx, ev.Change, ev.Continues, ev.LivesAt, ev.read)
 	case ev.Rename != nil && binds(ev.Rename):
 		return s.renamedOver(ctx, ev.Rename)
 	}
@@ -125,8 +128,10 @@ func binds(r *fs.Rename) bool {
 
 // change stores the live content of c as the next revision of its file:
 // from the written ranges alone when they describe the change from the
-// previous revision, else from the whole live file.
-func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileID, read *readSignal) error {
+// previous revision, else from the whole live file. When c continues the
+// history of file continues, which left its path for livesAt (see
+// Event), that file keeps a history of its own if it lives there still.
+func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileID, livesAt string, read *readSignal) error {
 	defer read.readDone()
 	j, err := s.stage(c, continues)
 	if err != nil {
@@ -138,7 +143,11 @@ func (s *storeSink) change(ctx context.Context, c *fs.Change, continues fs.FileI
 	s.bindNew([]*job{j})
 	s.put(ctx, j)
 	j.durable()
-	return s.finish(j)
+	err = s.finish(j)
+	if livesAt != "" && s.ids[continues] == 0 {
+		err = errors.Join(err, s.forkMoved(ctx, continues, livesAt))
+	}
+	return err
 }
 
 // job is the recording of one change: stage fills in what it needs from
@@ -192,7 +201,9 @@ func (s *storeSink) stage(c *fs.Change, continues fs.FileID) (*job, error) {
 	}
 	j := &job{c: c}
 	switch {
-	case !continues.IsZero() && s.ids[continues] != 0:
+	// (A file with a history of its own keeps it: a rename over another
+	// file hands that history on in renamedOver.)
+	case !continues.IsZero() && s.ids[continues] != 0 && s.ids[c.ID] == 0:
 		j.fid = s.ids[continues]
 		if err := s.transfer(c.ID, continues, j.fid); err != nil {
 			return nil, err
@@ -203,6 +214,11 @@ func (s *storeSink) stage(c *fs.Change, continues fs.FileID) (*job, error) {
 	if j.fid != 0 { // else a new store file, made by run: no previous revision
 		j.p1 = s.prev(j.fid)
 		j.baseLen, j.haveBase = s.known[j.fid]
+		if c.Data != nil {
+			// read at the report, perhaps before p1 was (the original's
+			// last change, recorded after its temp file's report)
+			c.DataTime = s.notBefore(j.p1, c.DataTime)
+		}
 	} else if from, ok := s.forked[c.ID]; ok && !from.IsNull() {
 		// An inode whose history another file took over, changed since:
 		// a store file of its own, continuing from what it was.
@@ -488,6 +504,25 @@ func (s *storeSink) idsFailed(err error) error {
 	s.idsErr = fmt.Errorf("%w; no revision is recorded until the next mount", err)
 	s.log.Error("the map of live files to their histories cannot be written; recording stopped", "err", err)
 	return s.idsErr
+}
+
+// notBefore returns t, or the time of revision p1 if t is before it: a
+// revision's time never goes before its first parent's (a temp file's
+// content, read at its report, may have been read before the original's
+// last change, recorded after it). Only puts of content read earlier
+// than the put need it: a put at time.Now() comes after its parent's.
+func (s *storeSink) notBefore(p1 index.RevID, t time.Time) time.Time {
+	if p1.IsNull() {
+		return t
+	}
+	e, err := s.st.Entry(p1)
+	if err != nil {
+		return t
+	}
+	if pt := time.Unix(0, e.Time); t.Before(pt) {
+		return pt
+	}
+	return t
 }
 
 // prev returns the newest revision of fid, or the null RevID.

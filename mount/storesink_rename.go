@@ -3,6 +3,7 @@ package mount
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/deltafs/deltafs/fs"
@@ -70,8 +71,9 @@ func (s *storeSink) carryOver(ctx context.Context, fid, from index.FileID, path 
 	if err != nil {
 		return fmt.Errorf("%s: continue the replaced file's history: %w", path, err)
 	}
-	ne, err := s.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: s.prev(fid), P2: src,
-		Hints: []index.RevID{src}, Time: time.Unix(0, e.Time)})
+	p1 := s.prev(fid)
+	ne, err := s.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: p1, P2: src,
+		Hints: []index.RevID{src}, Time: s.notBefore(p1, time.Unix(0, e.Time))})
 	if err != nil {
 		return fmt.Errorf("%s: continue the replaced file's history: %w", path, err)
 	}
@@ -81,5 +83,51 @@ func (s *storeSink) carryOver(ctx context.Context, fid, from index.FileID, path 
 	} else {
 		delete(s.known, fid)
 	}
+	return nil
+}
+
+// forkMoved gives live file old, whose history a new file at the path it
+// left continues (vacated.go), a history of its own if it still lives at
+// rel, where it was renamed to (vim's f~ with 'backup' set, "mv f f.old;
+// echo new > f"): a new store file whose first revision is old's content
+// when it left, with the revision it forks from as second parent (a
+// dedup of it, or a copy delta on it when that revision has no content
+// hash: no data is stored again), so that "deltafs log" shows it and gc
+// keeps it as a live file's. Gone (vim's f~ without 'backup'): nothing
+// to do; an inode a descriptor keeps alive forks at its next change (see
+// transfer).
+func (s *storeSink) forkMoved(ctx context.Context, old fs.FileID, rel string) error {
+	from, ok := s.forked[old]
+	if !ok || from.IsNull() {
+		return nil
+	}
+	if id, err := readFileID(filepath.Join(s.live, filepath.FromSlash(rel))); err != nil || id != old {
+		return nil // gone, or elsewhere: it forks at its next change
+	}
+	fail := func(err error) error { return fmt.Errorf("%s: fork the history it left: %w", rel, err) }
+	e, err := s.st.Entry(from)
+	if err != nil {
+		return fail(err)
+	}
+	data, err := s.st.Get(ctx, from)
+	if err != nil {
+		return fail(err)
+	}
+	fids, err := s.st.NewFiles([]string{rel})
+	if err != nil {
+		return fail(err)
+	}
+	if err := s.bind(old, fids[0]); err != nil {
+		return fail(err)
+	}
+	if err := s.syncIDs(); err != nil { // the mapping before the revision
+		return err
+	}
+	delete(s.forked, old)
+	ne, err := s.st.Put(ctx, objstore.PutRequest{File: fids[0], Data: data, P2: from, Hints: []index.RevID{from}, Time: time.Unix(0, e.Time)})
+	if err != nil {
+		return fail(err)
+	}
+	s.last[fids[0]] = ne.ID()
 	return nil
 }

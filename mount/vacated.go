@@ -1,0 +1,167 @@
+package mount
+
+import (
+	"strings"
+	"time"
+
+	"github.com/deltafs/deltafs/fs"
+)
+
+// A save that does not rename a temp file over the original leaves the
+// original's path first and then makes a new file there: Vim (its
+// default writebackup, backupcopy=auto outside /tmp) renames f to f~,
+// creates a new f, writes it and unlinks f~; git checkout unlinks f and
+// creates it with O_EXCL. The new file has no history; the Recorder
+// remembers which file left which path (Renamed away, Removed by an
+// unlink) for vacateWindow, and a new file whose first change is reported
+// at such a path, or that is renamed to it, continues the history of the
+// file that left (Event.Continues, as a temp file renamed over the
+// original does): its first revision is a delta against the old content.
+//
+// The memory is the Recorder's alone, not kept across mounts: a file made
+// at a vacated path after a remount starts a history of its own (as one
+// whose change dies with the mount and is redone, journal_redo.go).
+
+// vacateWindow is how long a vacated path waits for its successor, from
+// the departure to the new file's first report (at its close or fsync).
+// The tools that save this way make the new file at once, and a minute
+// leaves room to write a large one; a file made at a path later than that
+// (rm f; echo new > f, an hour on) is taken for a new file, not a save.
+// Shorter than saveWindow: a rename over another file says "replace it";
+// a path left empty for a while does not.
+const vacateWindow = time.Minute
+
+// maxVacated caps the paths remembered: an rm -rf of many files keeps
+// the latest maxVacated. A forgotten path only costs its successor a
+// history of its own (a fulltext).
+const maxVacated = 1024
+
+// vacate is a file that left a path.
+type vacate struct {
+	id  fs.FileID
+	at  time.Time
+	to  string // where it was renamed to; "" when unlinked
+	seq uint64 // the order of the departures, see vacated.order
+}
+
+// vacated maps paths to the file that last left them, with r.mu held.
+type vacated struct {
+	byPath map[string]vacate
+	byID   map[fs.FileID]string // the path each file of byPath left
+	order  []vacatedKey         // oldest first; a key whose entry changed since is stale
+	seq    uint64               // departures noted
+	window time.Duration        // vacateWindow (tests shorten it)
+}
+
+type vacatedKey struct {
+	path string
+	at   time.Time
+	seq  uint64
+}
+
+// current reports whether k is the key of its path's entry.
+func (v *vacated) current(k vacatedKey) bool {
+	e, ok := v.byPath[k.path]
+	return ok && e.seq == k.seq
+}
+
+// left notes that file id left path at time at (renamed to to, or
+// unlinked when to is ""), forgetting what expired and what is past
+// the cap.
+func (v *vacated) left(path string, id fs.FileID, to string, at time.Time) {
+	if v.byPath == nil {
+		v.byPath, v.byID = map[string]vacate{}, map[fs.FileID]string{}
+	}
+	v.forget(path)
+	if p, ok := v.byID[id]; ok { // it left another path before: that one is stale
+		v.forget(p)
+	}
+	v.seq++
+	v.byPath[path], v.byID[id] = vacate{id: id, at: at, to: to, seq: v.seq}, path
+	v.order = append(v.order, vacatedKey{path, at, v.seq})
+	for len(v.order) > 0 && (len(v.byPath) > maxVacated || at.Sub(v.order[0].at) >= v.window) {
+		k := v.order[0]
+		v.order = v.order[1:]
+		if v.current(k) {
+			v.forget(k.path)
+		}
+	}
+	if len(v.order) > 2*maxVacated { // paths vacated again and again, or taken
+		kept := v.order[:0]
+		for _, k := range v.order {
+			if v.current(k) {
+				kept = append(kept, k)
+			}
+		}
+		v.order = kept
+	}
+}
+
+// forget forgets path: something else is there now, or its file moved on.
+func (v *vacated) forget(path string) {
+	if e, ok := v.byPath[path]; ok {
+		delete(v.byPath, path)
+		delete(v.byID, e.id)
+	}
+}
+
+// changed forgets the path file id left, if any: a file renamed away and
+// changed there is a file of its own, not a save's original.
+func (v *vacated) changed(id fs.FileID) {
+	if p, ok := v.byID[id]; ok {
+		v.forget(p)
+	}
+}
+
+// movedDir forgets every path under dir (a directory renamed from or to
+// dir): the files there now are not the ones that left.
+func (v *vacated) movedDir(dir string) {
+	v.forget(dir)
+	for p := range v.byPath {
+		if strings.HasPrefix(p, dir+"/") {
+			v.forget(p)
+		}
+	}
+}
+
+// take returns, and forgets, the file that left path less than
+// vacateWindow before now, unless it is id (the new file itself).
+func (v *vacated) take(path string, id fs.FileID, now time.Time) (vacate, bool) {
+	e, ok := v.byPath[path]
+	if !ok || e.id == id || now.Sub(e.at) >= v.window {
+		return vacate{}, false
+	}
+	v.forget(path)
+	return e, true
+}
+
+// succeed returns the file that new file id, first reported at path (or
+// renamed there), continues (zero: none) and where that file lives on,
+// with r.mu held. That file's held change is queued first, so that the
+// sink knows its history when it records id's.
+func (r *Recorder) succeed(path string, id fs.FileID, now time.Time) (fs.FileID, string) {
+	v, ok := r.vac.take(path, id, now)
+	if !ok {
+		return fs.FileID{}, ""
+	}
+	r.releaseLocked(v.id)
+	return v.id, v.to
+}
+
+// renamedPaths keeps the vacated paths in step with rename ev, with r.mu
+// held. A rename over another file is a save's last step, not a
+// departure: its source is a temp name, whose next temp file is not the
+// saved file's successor.
+func (r *Recorder) renamedPaths(ev fs.Rename) {
+	switch {
+	case ev.Dir:
+		r.vac.movedDir(ev.From)
+		r.vac.movedDir(ev.To)
+	case ev.Exchange || ev.ID.IsZero() || !ev.Replaced.IsZero():
+		r.vac.forget(ev.From)
+		r.vac.forget(ev.To)
+	default:
+		r.vac.forget(ev.To)
+		r.vac.left(ev.From, ev.ID, ev.To, time.Now())
+	}
+}

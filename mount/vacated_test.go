@@ -1,0 +1,387 @@
+package mount
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/internal/testutil"
+	"github.com/deltafs/deltafs/objstore"
+)
+
+// textOfLines returns n lines of text that compress little (a fulltext
+// of it costs most of its size), distinct per seed.
+func textOfLines(seed uint64, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "line %05d %x\n", i, testutil.Bytes(seed*100_000+uint64(i), 16))
+	}
+	return b.String()
+}
+
+// entriesAt returns the entries of the store file the live file at rel
+// (in the unmounted store) maps to, oldest first.
+func entriesAt(t *testing.T, store, rel string) []index.Entry {
+	t.Helper()
+	fid, ok := storeIDs(t, store)[liveID(filepath.Join(store, liveDir, rel))]
+	if !ok {
+		t.Fatalf("%s: no store file", rel)
+	}
+	st, err := objstore.Open(store, objstore.Config{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var out []index.Entry
+	err = st.Revisions(context.Background(), fid, func(e index.Entry) error {
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// checkContinued checks that the last of es is a small delta on its
+// predecessor (not a fulltext of the new file) and that no revision's
+// time goes before its first parent's.
+func checkContinued(t *testing.T, rel string, es []index.Entry) {
+	t.Helper()
+	last := es[len(es)-1]
+	if last.P1 != es[len(es)-2].ID() {
+		t.Errorf("%s: last revision's first parent %v, want %v", rel, last.P1, es[len(es)-2].ID())
+	}
+	if last.Size < 60_000 || last.Stored > 2048 {
+		t.Errorf("%s: last revision stores %d bytes for %d: want a small delta", rel, last.Stored, last.Size)
+	}
+	checkTimes(t, rel, es)
+}
+
+// checkTimes checks that revision times never go back.
+func checkTimes(t *testing.T, rel string, es []index.Entry) {
+	t.Helper()
+	for i := 1; i < len(es); i++ {
+		if es[i].Time < es[i-1].Time {
+			t.Errorf("%s: revision %d at %v, before revision %d at %v", rel, i, time.Unix(0, es[i].Time), i-1, time.Unix(0, es[i-1].Time))
+		}
+	}
+}
+
+func writeFile(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendFile(t *testing.T, p, s string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// vimSave is what Vim's default save does (writebackup, backupcopy=auto:
+// strace shows it): rename the file to f~, create a new f, write and
+// fsync it, unlink f~.
+func vimSave(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.Rename(p, p+"~"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p + "~"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An editor's save that moves the original away (or unlinks it) and
+// creates a new file at its path continues the original's history, as
+// a small delta; the original's revisions stay on the path, and gc keeps
+// them. Vim itself when installed, its syscalls always.
+func TestVimSaveContinuesTheHistory(t *testing.T) {
+	for _, how := range []string{"syscalls", "vim"} {
+		t.Run(how, func(t *testing.T) {
+			vim, err := exec.LookPath("vim")
+			if how == "vim" && err != nil {
+				t.Skip("no vim installed; the syscalls case runs its sequence")
+			}
+			store := filepath.Join(t.TempDir(), "s.dfs")
+			l := start(t, store)
+			p := filepath.Join(l.mnt, "notes.txt")
+			base := textOfLines(1, 2000)
+			writeFile(t, p, base)
+			l.recorded(t, 1)
+			appendFile(t, p, "p2\n")
+			l.recorded(t, 2)
+			want := []string{base, base + "p2\n", base + "p2\np3\n"}
+			if how == "vim" {
+				cmd := exec.Command(vim, "-u", "NONE", "-i", "NONE", "-N", "-e", "-s", "-c", "set backupskip=", "-c", "normal Gop3", "-c", "wq", "notes.txt")
+				cmd.Dir, cmd.Env = l.mnt, append(os.Environ(), "HOME="+t.TempDir())
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("vim: %v: %s", err, out)
+				}
+			} else {
+				vimSave(t, p, want[2])
+			}
+			if _, err := os.Stat(p + "~"); !os.IsNotExist(err) {
+				t.Fatalf("the backup is still there: %v", err)
+			}
+			if _, got := history(t, l.mnt, "notes.txt"); !equal(got, want) {
+				t.Fatalf(".history/notes.txt: %d revisions, want the 3 of the path", len(got))
+			}
+			l.stop(t)
+			checkContinued(t, "notes.txt", entriesAt(t, store, "notes.txt"))
+			gcStore(t, store)
+			if h := historyAt(t, store, "notes.txt"); !equal(h, want) {
+				t.Errorf("after gc, notes.txt has %d revisions, want 3", len(h))
+			}
+		})
+	}
+}
+
+// gcStore runs the garbage collector as "deltafs gc" does.
+func gcStore(t *testing.T, store string) {
+	t.Helper()
+	_, err := objstore.GC(context.Background(), store, objstore.GCOptions{Live: func() (map[index.FileID]bool, error) { return LiveFiles(store) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// git checkout unlinks a file it changes and creates it again (O_EXCL):
+// the new file continues the path's history.
+func TestGitCheckoutContinuesTheHistory(t *testing.T) {
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git installed")
+	}
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(gitBin, append([]string{"-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "init.defaultBranch=main"}, args...)...)
+		cmd.Dir = l.mnt
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	p := filepath.Join(l.mnt, "f")
+	v1 := textOfLines(2, 2000)
+	writeFile(t, p, v1)
+	l.recorded(t, 1) // not merged with the next change (a new file's grace)
+	git("init", "-q")
+	git("add", "f")
+	git("commit", "-q", "-m", "1")
+	appendFile(t, p, "edit\n")
+	git("commit", "-q", "-a", "-m", "2")
+	if err := l.rec.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	git("checkout", "-q", "HEAD~1")
+	want := []string{v1, v1 + "edit\n", v1}
+	if _, got := history(t, l.mnt, "f"); !equal(got, want) {
+		t.Fatalf(".history/f: %d revisions, want 3: %v", len(got), lens(got))
+	}
+	l.stop(t)
+	es := entriesAt(t, store, "f")
+	if last := es[len(es)-1]; last.Stored > 2048 || last.P1 != es[1].ID() {
+		t.Errorf("checked-out f stores %d bytes, first parent %v: want a small delta or a dedup on %v", last.Stored, last.P1, es[1].ID())
+	}
+	checkTimes(t, "f", es)
+	gcStore(t, store)
+	if h := historyAt(t, store, "f"); !equal(h, want) {
+		t.Errorf("after gc, f has %d revisions, want 3", len(h))
+	}
+}
+
+// A path left empty is not always a save's: each case keeps the
+// histories where they belong.
+func TestVacatedPathsDoNotMisfire(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	p := func(n string) string { return filepath.Join(l.mnt, n) }
+	for _, d := range []string{"d"} {
+		if err := os.Mkdir(p(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, p("a"), "a1\n")
+	writeFile(t, p("b"), "b1\n")
+	writeFile(t, p("d/x"), "x1\n")
+	writeFile(t, p("g"), "g1\n")
+	writeFile(t, p("h"), "h1\n")
+	writeFile(t, p("e"), "e1\n")
+	l.recorded(t, 6)
+	appendFile(t, p("a"), "a2\n")
+	l.recorded(t, 7)
+
+	// renamed away and still there: the new file continues the path's
+	// history, the moved one keeps a fork of it
+	if err := os.Rename(p("a"), p("a.old")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, p("a"), "a1\na2\na3\n")
+	// renamed away and changed there: a file of its own, the new one too
+	if err := os.Rename(p("b"), p("b2")); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, p("b2"), "more\n")
+	writeFile(t, p("b"), "new b\n")
+	// a directory renamed: its files went along, a new one starts afresh
+	if err := os.Rename(p("d"), p("d2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(p("d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, p("d/x"), "x new\n")
+	// the path taken by a link to another file: that file's history
+	if err := os.Remove(p("h")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(p("g"), p("h")); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, p("h"), "g2\n")
+	// a file made after the window: a new file
+	l.rec.mu.Lock()
+	l.rec.vac.window = 50 * time.Millisecond
+	l.rec.mu.Unlock()
+	if err := os.Remove(p("e")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	writeFile(t, p("e"), "e new\n")
+	l.recorded(t, 12)
+
+	for rel, want := range map[string][]string{
+		"a": {"a1\n", "a1\na2\n", "a1\na2\na3\n"}, "a.old": {"a1\na2\n"},
+		"b": {"new b\n"}, "b2": {"b1\n", "b1\nmore\n"},
+		"d/x": {"x new\n"}, "d2/x": {"x1\n"},
+		"h": {"g1\n", "g1\ng2\n"}, "g": {"g1\n", "g1\ng2\n"},
+		"e": {"e new\n"},
+	} {
+		if _, got := history(t, l.mnt, rel); !equal(got, want) {
+			t.Errorf(".history/%s: %q, want %q", rel, got, want)
+		}
+	}
+	l.stop(t)
+	a, old := entriesAt(t, store, "a"), entriesAt(t, store, "a.old")
+	if len(a) == 3 && len(old) == 1 && (old[0].P2 != a[1].ID() || old[0].Stored > 100 || old[0].Base.IsNull()) {
+		t.Errorf("a.old's revision: second parent %v, %d bytes stored on %v; want a dedup of (or a copy delta on) %v", old[0].P2, old[0].Stored, old[0].Base, a[1].ID())
+	}
+}
+
+// A revision's time never goes before its first parent's: an atomic save
+// right after a change (sed -i) recorded the temp file's content with
+// the time it was read at, before the original's change was.
+func TestSavedRevisionTimesDoNotGoBack(t *testing.T) {
+	sed, err := exec.LookPath("sed")
+	if err != nil {
+		t.Skip("no sed installed")
+	}
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	names := []string{"t0", "t1", "t2"}
+	for _, n := range names {
+		p := filepath.Join(l.mnt, n)
+		writeFile(t, p, "one\n")
+		appendFile(t, p, "two\n")
+		if out, err := exec.Command(sed, "-i", "s/one/ONE/", p).CombinedOutput(); err != nil {
+			t.Fatalf("sed: %v: %s", err, out)
+		}
+	}
+	l.recorded(t, 9)
+	l.stop(t)
+	for _, n := range names {
+		es := entriesAt(t, store, n)
+		if len(es) != 2 { // "one\ntwo\n" (a new file's changes merge), "ONE\ntwo\n"
+			t.Errorf("%s: %d revisions, want 2", n, len(es))
+		}
+		checkTimes(t, n, es)
+	}
+}
+
+// The vacated paths are bounded, expire, and forget a file that moved on.
+func TestVacatedMemory(t *testing.T) {
+	id := func(i int) fs.FileID { return fs.FileID{byte(i), byte(i >> 8), 1} }
+	now := time.Now()
+	v := vacated{window: time.Minute}
+	for i := range 3 * maxVacated {
+		v.left(fmt.Sprint(i), id(i), "", now)
+	}
+	if len(v.byPath) != maxVacated || len(v.byID) != maxVacated || len(v.order) > 2*maxVacated {
+		t.Fatalf("%d paths, %d ids, %d keys kept, want at most %d", len(v.byPath), len(v.byID), len(v.order), maxVacated)
+	}
+	if _, ok := v.take("0", id(99), now); ok {
+		t.Error("the oldest path is still remembered past the cap")
+	}
+	last := fmt.Sprint(3*maxVacated - 1)
+	if _, ok := v.take(last, id(3*maxVacated-1), now); ok {
+		t.Error("a file succeeds itself")
+	}
+	if e, ok := v.take(last, id(5), now); !ok || e.id != id(3*maxVacated-1) {
+		t.Errorf("take %s: %v %v", last, e, ok)
+	}
+	if _, ok := v.take(last, id(5), now); ok {
+		t.Error("a path taken twice")
+	}
+	for range 5 * maxVacated { // one path vacated again and again
+		v.left("same", id(7), "", now)
+	}
+	if len(v.order) > 2*maxVacated+1 {
+		t.Errorf("%d keys kept for %d paths", len(v.order), len(v.byPath))
+	}
+	v.left("later", id(8), "elsewhere", now.Add(2*time.Minute))
+	if _, ok := v.take("same", id(9), now.Add(2*time.Minute)); ok || len(v.byPath) != 1 {
+		t.Errorf("expired paths kept: %d", len(v.byPath))
+	}
+	v.changed(id(8))
+	if _, ok := v.take("later", id(9), now.Add(2*time.Minute)); ok {
+		t.Error("a file changed after it left is still taken for a save's original")
+	}
+	v.left("dir/a", id(10), "", now)
+	v.left("dir/b/c", id(11), "", now)
+	v.left("dirx", id(12), "", now)
+	v.movedDir("dir")
+	if len(v.byPath) != 1 || v.byID[id(12)] != "dirx" {
+		t.Errorf("after a directory rename: %v", v.byPath)
+	}
+}
+
+func lens(ss []string) []int {
+	var n []int
+	for _, s := range ss {
+		n = append(n, len(s))
+	}
+	return n
+}
