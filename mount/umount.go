@@ -4,18 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 
-	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/objstore"
 )
 
 // What "deltafs umount" needs besides unmount(2): the store behind a
-// mount point, a dead mount's detach, and what the mount process left
-// unrecorded when it exited.
+// mount point and a dead mount's detach. (It does not read the pending
+// journal to tell whether the mount left changes unrecorded: the journal
+// is a superset, safe for the next mount's redo, and names files whose
+// revisions are durable, e.g. one fsynced then closed: a false alarm.)
 
 // MountSource returns the store of the deltafs mount on dir (its source
 // in /proc/self/mountinfo) and whether it is mounted read-only; store is
@@ -57,21 +57,4 @@ func DetachDead(dir, store string) (bool, error) {
 // that the store can be mounted there again. It changes nothing else.
 func clearDeadMount(dir string) {
 	_, _ = DetachDead(dir, "")
-}
-
-// Unrecorded returns how many files the pending journal of store still
-// names. Read once no mount has the store open, these are the changes
-// the last mount did not record before it exited (none after a clean
-// unmount); the next mount records them.
-func Unrecorded(store string) (int, error) {
-	b, err := os.ReadFile(filepath.Join(store, journalFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	j := &journal{pending: map[fs.FileID]*pendingFile{}}
-	j.replay(b)
-	return len(j.pending), nil
 }

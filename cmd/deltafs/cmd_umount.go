@@ -24,9 +24,9 @@ func newUmountCmd() *cobra.Command {
 		Long: `Unmount the deltafs mount at MOUNTPOINT and wait until the "deltafs
 mount" process serving it has recorded every pending revision and let
 the store go: when umount returns 0, the store is free for gc, repack or
-another mount. If that process left changes unrecorded (its shutdown
-deadline passed), umount says so and exits 1; the next mount records
-them. A busy mount (a shell inside it, an open file) is refused with
+another mount (a change its shutdown deadline left unrecorded is
+recorded by the next mount; the mount process says so in its own
+output). A busy mount (a shell inside it, an open file) is refused with
 exit status 11, naming the processes that hold it. A mount whose
 process was killed is detached (the next mount records what it left).`,
 		Args: exactArgs(1),
@@ -53,7 +53,7 @@ func runUmount(out io.Writer, mnt string, wait time.Duration) error {
 	if !mount.IsDeltafsMount(abs) {
 		return fmt.Errorf("%s: %w: not a deltafs mount", abs, mount.ErrMountPoint)
 	}
-	store, readOnly := mount.MountSource(abs)
+	store, _ := mount.MountSource(abs)
 	if dead, err := mount.DetachDead(abs, store); err != nil {
 		return err
 	} else if dead {
@@ -64,13 +64,7 @@ func runUmount(out io.Writer, mnt string, wait time.Duration) error {
 		return err
 	}
 	waitUnmounted(abs, 5*time.Second)
-	if err := waitReleased(out, abs, store, wait); err != nil {
-		return err
-	}
-	if readOnly {
-		return nil // a read-only mount records nothing
-	}
-	return checkRecorded(abs, store)
+	return waitReleased(out, abs, store, wait)
 }
 
 // mountPointPath returns mnt absolute, symlinks resolved. A dead mount
@@ -150,22 +144,4 @@ func waitReleased(out io.Writer, mnt, store string, limit time.Duration) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return nil
-}
-
-// checkRecorded fails if the store's pending journal, now that its mount
-// process is done, still names changed files: the process's last
-// recording failed or its shutdown deadline passed.
-func checkRecorded(mnt, store string) error {
-	n, err := mount.Unrecorded(store)
-	if err != nil {
-		return fmt.Errorf("unmounted %s, but reading what its mount left: %w", mnt, err)
-	}
-	if n == 0 {
-		return nil
-	}
-	files := "1 changed file"
-	if n > 1 {
-		files = fmt.Sprintf("%d changed files", n)
-	}
-	return fmt.Errorf("unmounted %s, but its mount process exited leaving %s unrecorded: the next mount of %s records the changes", mnt, files, store)
 }
