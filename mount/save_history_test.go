@@ -14,6 +14,19 @@ import (
 // rel (in the unmounted store) maps to, oldest first.
 func historyAt(t *testing.T, store, rel string) []string {
 	t.Helper()
+	var out []string
+	eachRevisionAt(t, store, rel, func(st *objstore.Store, e index.Entry) error {
+		b, err := st.Get(context.Background(), e.ID())
+		out = append(out, string(b))
+		return err
+	})
+	return out
+}
+
+// eachRevisionAt calls fn, oldest first, with each revision of the
+// store file the live file at rel (in the unmounted store) maps to.
+func eachRevisionAt(t *testing.T, store, rel string, fn func(*objstore.Store, index.Entry) error) {
+	t.Helper()
 	fid, ok := storeIDs(t, store)[liveID(filepath.Join(store, liveDir, rel))]
 	if !ok {
 		t.Fatalf("%s: no store file", rel)
@@ -23,16 +36,10 @@ func historyAt(t *testing.T, store, rel string) []string {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	var out []string
-	err = st.Revisions(context.Background(), fid, func(e index.Entry) error {
-		b, err := st.Get(context.Background(), e.ID())
-		out = append(out, string(b))
-		return err
-	})
+	err = st.Revisions(context.Background(), fid, func(e index.Entry) error { return fn(st, e) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
 }
 
 func equal(a, b []string) bool {

@@ -30,23 +30,11 @@ func textOfLines(seed uint64, n int) string {
 // (in the unmounted store) maps to, oldest first.
 func entriesAt(t *testing.T, store, rel string) []index.Entry {
 	t.Helper()
-	fid, ok := storeIDs(t, store)[liveID(filepath.Join(store, liveDir, rel))]
-	if !ok {
-		t.Fatalf("%s: no store file", rel)
-	}
-	st, err := objstore.Open(store, objstore.Config{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	var out []index.Entry
-	err = st.Revisions(context.Background(), fid, func(e index.Entry) error {
+	eachRevisionAt(t, store, rel, func(_ *objstore.Store, e index.Entry) error {
 		out = append(out, e)
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out
 }
 
