@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 )
 
 // freeBigText is the size from which dropping a text hands its memory
@@ -57,7 +58,14 @@ func (t *sharedText) release() {
 		t.data = nil
 	}
 	t.mu.Unlock()
-	if dropped >= freeBigText {
-		go debug.FreeOSMemory()
+	if dropped >= freeBigText && freeing.CompareAndSwap(false, true) {
+		go func() {
+			defer freeing.Store(false)
+			debug.FreeOSMemory()
+		}()
 	}
 }
+
+// freeing is set while a FreeOSMemory runs: big texts dropped together
+// share one forced collection instead of starting one each.
+var freeing atomic.Bool
