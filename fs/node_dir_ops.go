@@ -161,13 +161,15 @@ func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
 	} else {
 		ino = n.childIno(name)
 	}
-	p := n.childPath(name)
-	if reg && id.IsZero() && (n.fsys.unlinks || ino != 0 && n.fsys.refs.pending(ino)) {
-		id = readID(p)
-	}
-	if reg && ino != 0 && n.fsys.refs.pending(ino) {
-		if errno := n.fsys.keepRemoved(ctx, p, ino, id); errno != 0 {
-			return errno
+	if pend := reg && ino != 0 && n.fsys.refs.pending(ino); pend || reg && n.fsys.unlinks {
+		p := n.childPath(name)
+		if id.IsZero() {
+			id = readID(p)
+		}
+		if pend {
+			if errno := n.fsys.keepRemoved(ctx, p, ino, id); errno != 0 {
+				return errno
+			}
 		}
 	}
 	if errno := n.LoopbackNode.Unlink(ctx, name); errno != 0 {

@@ -172,7 +172,7 @@ func gcStore(t *testing.T, store string) {
 func TestGitCheckoutContinuesTheHistory(t *testing.T) {
 	gitBin, err := exec.LookPath("git")
 	if err != nil {
-		t.Skip("no git installed")
+		testutil.SkipOrFail(t, "no git installed")
 	}
 	store := filepath.Join(t.TempDir(), "s.dfs")
 	l := start(t, store)
@@ -299,7 +299,7 @@ func TestVacatedPathsDoNotMisfire(t *testing.T) {
 func TestSavedRevisionTimesDoNotGoBack(t *testing.T) {
 	sed, err := exec.LookPath("sed")
 	if err != nil {
-		t.Skip("no sed installed")
+		testutil.SkipOrFail(t, "no sed installed")
 	}
 	store := filepath.Join(t.TempDir(), "s.dfs")
 	l := start(t, store)
