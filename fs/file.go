@@ -88,19 +88,29 @@ func (h *handle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
 }
 
 func (h *handle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if _, ok := in.GetSize(); ok {
-		if errno := h.n.dirtying(ctx); errno != 0 {
+	return h.n.setattrOpen(ctx, h.fd, in, out, h.lf.Setattr)
+}
+
+// setattrOpen is a SETATTR through an open handle on fd: a size change
+// dirties the file first and then counts as a truncation of the open
+// file; the privilege bits go as killPrivsFlagged says; set applies it
+// to the live file.
+func (n *Node) setattrOpen(ctx context.Context, fd int, in *fuse.SetAttrIn, out *fuse.AttrOut,
+	set func(context.Context, *fuse.SetAttrIn, *fuse.AttrOut) syscall.Errno) syscall.Errno {
+	sz, resize := in.GetSize()
+	if resize {
+		if errno := n.dirtying(ctx); errno != 0 {
 			return errno
 		}
 	}
-	if errno := h.n.killPrivsFlagged(in, h.fd); errno != 0 {
+	if errno := n.killPrivsFlagged(in, fd); errno != 0 {
 		return errno
 	}
-	if errno := h.lf.Setattr(ctx, in, out); errno != 0 {
+	if errno := set(ctx, in, out); errno != 0 {
 		return errno
 	}
-	if sz, ok := in.GetSize(); ok {
-		h.n.truncatedOpen(int64(sz))
+	if resize {
+		n.truncatedOpen(int64(sz))
 	}
 	return 0
 }
@@ -183,21 +193,7 @@ func (h *passthroughHandle) Write(ctx context.Context, data []byte, off int64) (
 }
 
 func (h *passthroughHandle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if _, ok := in.GetSize(); ok {
-		if errno := h.n.dirtying(ctx); errno != 0 {
-			return errno
-		}
-	}
-	if errno := h.n.killPrivsFlagged(in, h.fd); errno != 0 {
-		return errno
-	}
-	if errno := h.LoopbackFile.Setattr(ctx, in, out); errno != 0 {
-		return errno
-	}
-	if sz, ok := in.GetSize(); ok {
-		h.n.truncatedOpen(int64(sz))
-	}
-	return 0
+	return h.n.setattrOpen(ctx, h.fd, in, out, h.LoopbackFile.Setattr)
 }
 
 func (h *passthroughHandle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
