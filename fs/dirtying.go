@@ -78,3 +78,11 @@ func (n *Node) dirtyingPath() {
 // sessionEnded forgets that the session was journaled, with n.mu held:
 // its report carries the change on, and the next change starts again.
 func (n *Node) sessionEnded() { n.dirtied.Store(false) }
+
+// undirtied tells the Recorder, if it takes it back (Undirtier), that
+// the session its last Dirtied of id announced ended with no change.
+func (n *Node) undirtied(id FileID) {
+	if u, ok := n.fsys.rec.(Undirtier); ok {
+		u.Undirtied(id)
+	}
+}

@@ -93,6 +93,10 @@
 // passthrough writer, whose writes we never see), the Recorder's Dirtied
 // is called, once per session (dirtying.go): a recorder journals the
 // file there, so that a change that dies with the mount can be redone.
+// A passthrough writer's session is dirtied at its open (or at the
+// fsync that started it) without a change seen; if it ends with none
+// (write, fsync, close: an editor's save), its Dirtied is taken back
+// (Undirtier), and an fsync with nothing new starts no session.
 //
 // Each Change carries the live file reopened read-only (Content), so a
 // recorder reads the right inode after a rename or unlink (with

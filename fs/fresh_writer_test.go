@@ -118,3 +118,79 @@ func TestFreshWritersUsePassthrough(t *testing.T) {
 		t.Fatalf("file reads %q, %v", got, err)
 	}
 }
+
+// waitLog waits until the Dirtied/Changed/Undirtied log holds n entries
+// (the kernel releases a closed file after close returns) and takes it.
+func (m *mounted) waitLog(t *testing.T, n int) []string {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		m.rec.mu.Lock()
+		got := len(m.rec.log)
+		m.rec.mu.Unlock()
+		if got >= n || time.Now().After(deadline) {
+			break
+		}
+	}
+	time.Sleep(settle) // nothing more comes
+	return m.rec.takeLog()
+}
+
+// TestUnchangedPassthroughWriterUndirties: a passthrough writer that
+// changes nothing in its session (the editor's save: write, fsync,
+// close; an O_TRUNC open of an empty file closed at once) gets its
+// Dirtied taken back at the release, so that a journal of Dirtied calls
+// is cleared by the reports before it; a second fsync with nothing new
+// does not start a session of its own; a writer that does write after
+// the fsync is reported, not taken back.
+func TestUnchangedPassthroughWriterUndirties(t *testing.T) {
+	m := mountPassthrough(t)
+	w, err := os.Create(m.path("saved"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAt(t, w, 0, testutil.Bytes(2, 5000))
+	for range 2 {
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	want := []string{"dirtied", "changed", "dirtied", "undirtied"}
+	if l := m.waitLog(t, len(want)); !slices.Equal(l, want) {
+		t.Fatalf("write, fsync twice, close: %v, want %v", l, want)
+	}
+	m.waitChanges(t, 1)
+
+	if err := os.WriteFile(m.path("empty"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.waitLog(t, 2)
+	m.waitChanges(t, 1)
+	// Passthrough: an O_TRUNC open, and one within ioModeGrace of the
+	// last passthrough handle's release.
+	w, err = os.OpenFile(m.path("empty"), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	want = []string{"dirtied", "undirtied"}
+	if l := m.waitLog(t, len(want)); !slices.Equal(l, want) {
+		t.Fatalf("O_TRUNC open of an empty file, closed: %v, want %v", l, want)
+	}
+
+	w, err = os.Create(m.path("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAt(t, w, 0, []byte("first"))
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	writeAt(t, w, 0, []byte("again, longer"))
+	w.Close()
+	want = []string{"dirtied", "changed", "dirtied", "changed"}
+	if l := m.waitLog(t, len(want)); !slices.Equal(l, want) {
+		t.Fatalf("write, fsync, write, close: %v, want %v", l, want)
+	}
+	m.waitChanges(t, 2)
+}

@@ -20,7 +20,8 @@ type events struct {
 	removes []fs.Remove
 	links   []fs.Link
 	waits   []fs.FileID // Wait calls (fsync)
-	// log lists Dirtied and Changed calls in order ("dirtied", "changed").
+	// log lists Dirtied, Changed and Undirtied calls in order
+	// ("dirtied", "changed", "undirtied").
 	log []string
 	// onDirtied, if set, sees every Dirtied call, with mu held.
 	onDirtied func(fs.FileID, string)
@@ -48,6 +49,11 @@ func (e *events) Dirtied(id fs.FileID, path string) {
 	if e.onDirtied != nil {
 		e.onDirtied(id, path) // with e.mu held
 	}
+	e.mu.Unlock()
+}
+func (e *events) Undirtied(fs.FileID) {
+	e.mu.Lock()
+	e.log = append(e.log, "undirtied")
 	e.mu.Unlock()
 }
 func (e *events) Renamed(r fs.Rename)        { e.mu.Lock(); e.renames = append(e.renames, r); e.mu.Unlock() }

@@ -333,7 +333,9 @@ func (n *Node) released(fd int, passthrough, writable bool) {
 	if n.writers > 0 || n.sess == nil {
 		return
 	}
-	n.report(fd, false)
+	if !n.report(fd, false) && n.dirtied.Load() {
+		n.undirtied(n.sess.id) // a passthrough writer that wrote nothing
+	}
 	n.sess = nil
 	n.sessionEnded()
 }
@@ -348,11 +350,16 @@ func (n *Node) fsynced(ctx context.Context, fd int) syscall.Errno {
 	}
 	reported := n.report(fd, true)
 	id := n.sess.id
-	n.sess.rebase(fd)
-	n.sess.whole = n.passed > 0
-	n.sessionEnded()
-	if n.sess.whole {
-		n.dirtyingLocked() // a passthrough writer is still open
+	if reported {
+		// With nothing reported the session goes on, its Dirtied
+		// still covering it: a second Dirtied would leave the file
+		// journaled with no report to clear it.
+		n.sess.rebase(fd)
+		n.sess.whole = n.passed > 0
+		n.sessionEnded()
+		if n.sess.whole {
+			n.dirtyingLocked() // a passthrough writer is still open
+		}
 	}
 	earlier := n.reported == id
 	n.mu.Unlock()

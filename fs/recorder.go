@@ -163,6 +163,19 @@ type ReadWaiter interface {
 	WaitRead(ctx context.Context, id FileID) error
 }
 
+// Undirtier is implemented by a Recorder that can take a Dirtied back.
+// Undirtied(id) says that the write session the last Dirtied of id
+// announced ended with no change seen: its last writable handle closed,
+// and the file's size and mtime are those it started from (a
+// passthrough writer opened after an fsync, or by an O_TRUNC open of
+// an empty file, and closed without writing). No Changed report covers
+// that Dirtied, so a recorder that journals Dirtied (the mount's
+// pending journal) clears the entry once the changes reported before it
+// are recorded, and releases a change it held for that writer.
+type Undirtier interface {
+	Undirtied(id FileID)
+}
+
 // ReleaseReader is implemented by a Recorder that holds changes back (a
 // new file's grace, the fsync interval) and can give them up: ReleaseRead
 // queues a held change of file id and returns once every change of id

@@ -109,7 +109,9 @@
 // once the sink has durably recorded a change of the file and no
 // Dirtied came after that change's report (a counter per file, stamped
 // on each report, so that a change reported while the previous one is
-// being recorded keeps the file pending). The next mount queues a redo
+// being recorded keeps the file pending; a Dirtied taken back, by a
+// passthrough writer that changed nothing, fs.Undirtier, takes its
+// count back). The next mount queues a redo
 // of every pending file on the Recorder before the mount serves
 // (journal_redo.go): it finds the live file by its path hint or, if the
 // hint is stale, by one walk of the live tree reading FileIDs; compares

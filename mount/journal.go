@@ -54,6 +54,14 @@ type pendingFile struct {
 	// (one per report, so that a merged report does not clean too early).
 	gen    uint64
 	stamps map[uint64]uint64
+	// settled is the gen of the last report recorded (or of the redo),
+	// durable says whether it is: if so and gen comes back to it (the
+	// writers dirtied after it changed nothing, undirtied), the file is
+	// clean. A file first dirtied by this mount starts settled at gen 0
+	// (it was clean); one the journal named at the mount's start does
+	// not (its redo settles it).
+	settled uint64
+	durable bool
 }
 
 // journal is the pending journal of a mount.
@@ -247,8 +255,24 @@ func (j *journal) dirtied(id fs.FileID, path string) {
 		p.gen++
 		return
 	}
-	j.pending[id] = &pendingFile{path: path, gen: 1}
+	j.pending[id] = &pendingFile{path: path, gen: 1, durable: true}
 	j.appendLocked(recDirty, id, pathPayload(path))
+}
+
+// undirtied takes back the last dirtied of id: its writer changed
+// nothing. The file is clean at once if everything reported before is
+// durably recorded, else when the last of those reports is.
+func (j *journal) undirtied(id fs.FileID) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	p := j.pending[id]
+	if p == nil || p.gen == 0 {
+		return
+	}
+	p.gen--
+	if len(p.stamps) == 0 && p.durable && p.settled == p.gen {
+		j.cleanLocked(id)
+	}
 }
 
 // reported stamps a Change of a pending file with the file's gen.
@@ -305,6 +329,7 @@ func (j *journal) recordedLocked(c *fs.Change, ok bool) {
 			delete(p.stamps, f)
 		}
 	}
+	p.settled, p.durable = g, ok
 	if ok && g == p.gen {
 		j.cleanLocked(c.ID)
 	}
@@ -314,8 +339,13 @@ func (j *journal) recordedLocked(c *fs.Change, ok bool) {
 func (j *journal) redone(id fs.FileID, gen uint64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if p := j.pending[id]; p != nil && p.gen == gen {
+	p := j.pending[id]
+	switch {
+	case p == nil:
+	case p.gen == gen:
 		j.cleanLocked(id)
+	case len(p.stamps) == 0:
+		p.settled, p.durable = gen, true
 	}
 }
 

@@ -17,6 +17,7 @@ var (
 	_ fs.Recorder      = journaled{}
 	_ fs.ReadWaiter    = journaled{}
 	_ fs.ReleaseReader = journaled{}
+	_ fs.Undirtier     = journaled{}
 
 	_ fs.QuietRecorder = journaled{}
 )
@@ -28,6 +29,17 @@ func (r journaled) Dirtied(id fs.FileID, path string) {
 		r.j.dirtied(id, path)
 	}
 	r.Recorder.dirtied(id)
+}
+
+// Undirtied takes back the last Dirtied of id (a writer that changed
+// nothing): the journal clears id once the changes reported before are
+// recorded, and a change the Recorder held for that writer is released
+// when its time comes again (Recorder.undirtied).
+func (r journaled) Undirtied(id fs.FileID) {
+	if r.j != nil {
+		r.j.undirtied(id)
+	}
+	r.Recorder.undirtied(id)
 }
 
 // Changed stamps c for the journal and queues it.

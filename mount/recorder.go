@@ -108,6 +108,7 @@ type heldChange struct {
 	continues fs.FileID
 	livesAt   string
 	timer     *time.Timer
+	due       time.Time // when timer releases the change
 	newDue    time.Time // when a held new file's grace ends; later closes do not extend it
 	// writing is set once a writer started changing the file (dirtied):
 	// the timer no longer releases the change, the writer's report does
@@ -182,7 +183,7 @@ func (r *Recorder) Changed(c fs.Change) {
 		newDue = time.Time{}
 	}
 	if wait > 0 {
-		r.held[k] = &heldChange{c: c, continues: cont, livesAt: livesAt, newDue: newDue, timer: time.AfterFunc(wait, func() { r.release(k) })}
+		r.held[k] = &heldChange{c: c, continues: cont, livesAt: livesAt, newDue: newDue, due: now.Add(wait), timer: time.AfterFunc(wait, func() { r.release(k) })}
 		return
 	}
 	r.last[k] = now
@@ -221,6 +222,20 @@ func (r *Recorder) dirtied(id fs.FileID) {
 		h.timer.Stop()
 		h.writing = true
 	}
+}
+
+// undirtied notes that the writer dirtied waited for changed nothing
+// (fs's Undirtier): no report will merge with a change of id it kept
+// held, so the timer releases it again, at once if its time has come.
+func (r *Recorder) undirtied(id fs.FileID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := r.held[id]
+	if h == nil || !h.writing {
+		return
+	}
+	h.writing = false
+	h.timer = time.AfterFunc(max(time.Until(h.due), 0), func() { r.release(id) })
 }
 
 func (r *Recorder) releaseLocked(k fs.FileID) {

@@ -14,8 +14,9 @@ import (
 // What "deltafs umount" needs besides unmount(2): the store behind a
 // mount point and a dead mount's detach. (It does not read the pending
 // journal to tell whether the mount left changes unrecorded: the journal
-// is a superset, safe for the next mount's redo, and names files whose
-// revisions are durable, e.g. one fsynced then closed: a false alarm.)
+// is a superset, safe for the next mount's redo, and what a passed
+// shutdown deadline left in it is the next mount's to record, not an
+// error of this one.)
 
 // MountSource returns the store of the deltafs mount on dir (its source
 // in /proc/self/mountinfo) and whether it is mounted read-only; store is
