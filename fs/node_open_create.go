@@ -146,7 +146,7 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	}
 	id := newFdID(fd) // before the stat: the xattr moves the ctime (see cache.go)
 	st, attr, err := n.fsys.fstatStable(fd)
-	if err == nil && chownToCaller(ctx, fd, mode, &st) {
+	if err == nil && n.chownToCaller(ctx, fd, mode, &st) {
 		st, attr, err = n.fsys.fstatStable(fd) // the chown moved the ctime too
 	}
 	if err != nil {
@@ -178,7 +178,7 @@ var (
 	serverGID = uint32(os.Getegid())
 )
 
-// chownToCaller gives a new file, whose attributes are st, to the
+// chownToCaller gives a new file in n, whose attributes are st, to the
 // calling user when the server runs as root (as the kernel would for a
 // local file), and reports whether it changed the file. A file the
 // caller owns already (root untarring as root: every file of it) is left
@@ -186,7 +186,7 @@ var (
 // the request path. The chown drops setuid and setgid, so the bits of
 // mode the kernel let through (it strips a setgid the caller may not
 // set) are put back.
-func chownToCaller(ctx context.Context, fd int, mode uint32, st *syscall.Stat_t) bool {
+func (n *Node) chownToCaller(ctx context.Context, fd int, mode uint32, st *syscall.Stat_t) bool {
 	if serverUID != 0 {
 		return false
 	}
@@ -194,10 +194,11 @@ func chownToCaller(ctx context.Context, fd int, mode uint32, st *syscall.Stat_t)
 	if !ok {
 		return false
 	}
-	// The kernel gave the file the group of a setgid parent directory
-	// (a group other than ours): it keeps it, as it would for the caller.
 	gid := int(caller.Gid)
-	if st.Gid != serverGID {
+	if st.Uid == caller.Uid && st.Gid == caller.Gid {
+		return false
+	}
+	if n.keepsGroup(st.Gid) {
 		gid = int(st.Gid)
 	}
 	if st.Uid == caller.Uid && st.Gid == uint32(gid) {
@@ -210,6 +211,20 @@ func chownToCaller(ctx context.Context, fd int, mode uint32, st *syscall.Stat_t)
 		_ = syscall.Fchmod(fd, st.Mode&0o7777&^(syscall.S_ISUID|syscall.S_ISGID)|special)
 	}
 	return true
+}
+
+// keepsGroup reports whether the group gid the kernel gave a new file
+// in n, made by this server, is the one it would give the caller's: the
+// group of n when n is setgid (whatever that group is, ours included),
+// or any group other than ours (a live filesystem mounted grpid gives
+// the directory's group without the bit). Only a file of our own group
+// in a directory without the bit needs the parent's mode read.
+func (n *Node) keepsGroup(gid uint32) bool {
+	if gid != serverGID {
+		return true
+	}
+	var dir syscall.Stat_t
+	return syscall.Lstat(n.livePath(), &dir) == nil && dir.Mode&syscall.S_ISGID != 0
 }
 
 func isWritable(flags uint32) bool { return flags&syscall.O_ACCMODE != syscall.O_RDONLY }
