@@ -42,7 +42,10 @@ type SnapshotRequest struct {
 type SnapshotResult struct {
 	Snapshot  index.Snapshot
 	TreesRead int // trees the reference diff loaded
-	Refs      uint64
+	// TreesDecoded is how many of them it decoded itself (from
+	// req.Trees or the index) rather than taking them from req.Decoded.
+	TreesDecoded int
+	Refs         uint64
 }
 
 // writable returns an error if the store takes no writes.
@@ -86,7 +89,8 @@ func (s *Store) CreateSnapshot(ctx context.Context, req SnapshotRequest) (Snapsh
 		}
 		inTxn = nil
 	}
-	refs, prev, read, err := s.nextRefs(req)
+	res := SnapshotResult{}
+	refs, prev, err := s.nextRefs(req, &res)
 	if err != nil {
 		return SnapshotResult{}, fmt.Errorf("snapshot %q: %w", req.Name, err)
 	}
@@ -94,19 +98,21 @@ func (s *Store) CreateSnapshot(ctx context.Context, req SnapshotRequest) (Snapsh
 	if _, err := s.idx.CreateSnapshot(&snap, refs, inTxn); err != nil {
 		return SnapshotResult{}, err
 	}
-	return SnapshotResult{Snapshot: snap, TreesRead: read, Refs: refs.GetCardinality()}, nil
+	res.Snapshot, res.Refs = snap, refs.GetCardinality()
+	return res, nil
 }
 
-// nextRefs builds req's reference set from the latest snapshot's.
-func (s *Store) nextRefs(req SnapshotRequest) (*index.Refs, index.SnapshotID, int, error) {
+// nextRefs builds req's reference set from the latest snapshot's, and
+// counts the trees it loaded in res.
+func (s *Store) nextRefs(req SnapshotRequest, res *SnapshotResult) (*index.Refs, index.SnapshotID, error) {
 	prev, ok, err := s.idx.LatestSnapshot()
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
 	base, from := index.NewRefs(), index.TreeHash{}
 	if ok {
 		if base, err = s.idx.SnapshotRefs(prev.ID); err != nil {
-			return nil, 0, 0, err
+			return nil, 0, err
 		}
 		from = prev.Root.Tree
 	}
@@ -114,6 +120,7 @@ func (s *Store) nextRefs(req SnapshotRequest) (*index.Refs, index.SnapshotID, in
 		if t := req.Decoded[h]; t != nil {
 			return t, nil
 		}
+		res.TreesDecoded++
 		if b, ok := req.Trees[h]; ok {
 			var t index.Tree
 			return &t, t.UnmarshalBinary(b)
@@ -122,9 +129,10 @@ func (s *Store) nextRefs(req SnapshotRequest) (*index.Refs, index.SnapshotID, in
 	}
 	d, err := index.DiffRefs(load, from, req.Root.Tree)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
-	return d.Apply(base), prev.ID, d.Trees, nil
+	res.TreesRead = d.Trees
+	return d.Apply(base), prev.ID, nil
 }
 
 // Snapshot returns the snapshot called name.

@@ -110,7 +110,9 @@ func BenchmarkSnapshotList(b *testing.B) {
 }
 
 // TestSnapshotDecodedTrees: trees handed decoded (the new one and the
-// previous snapshot's) give the reference set the encoded ones give.
+// previous snapshot's) give the reference set the encoded ones give, and
+// the reference diff takes them from there, decoding none itself; without
+// them it decodes every tree it loads.
 func TestSnapshotDecodedTrees(t *testing.T) {
 	s, _ := openNew(t, Config{})
 	defer s.Close()
@@ -141,5 +143,16 @@ func TestSnapshotDecodedTrees(t *testing.T) {
 		if !refs.Contains(k0) || !refs.Contains(k1) || refs.GetCardinality() != uint64(1+i) {
 			t.Fatalf("s%d refs %v, want %v and %v", i, refs.ToArray(), a0, rev)
 		}
+		if r.TreesRead != 1+i || r.TreesDecoded != 0 {
+			t.Fatalf("s%d: the diff loaded %d trees and decoded %d of them itself; want %d, all taken from Decoded", i, r.TreesRead, r.TreesDecoded, 1+i)
+		}
+	}
+	root, trees := snapTree(t, map[string]index.RevID{"a": a1})
+	r, err := s.CreateSnapshot(ctx, SnapshotRequest{Name: "s2", Root: root, Trees: trees})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.TreesRead != 2 || r.TreesDecoded != 2 || r.Refs != 1 {
+		t.Fatalf("s2 without Decoded: %d trees loaded, %d decoded, %d refs; want 2, 2, 1", r.TreesRead, r.TreesDecoded, r.Refs)
 	}
 }
