@@ -94,7 +94,7 @@ func parseFormat(dir string, b []byte) (int, error) {
 func writeFormat(dir string, v int) error {
 	text := fmt.Sprintf("%s\nformat %d\n", formatMagic, v)
 	if err := WriteFileSync(filepath.Join(dir, "FORMAT"), []byte(text), 0o644); err != nil {
-		return fmt.Errorf("objstore: write format: %w", err)
+		return fmt.Errorf("objstore: %w", err)
 	}
 	return nil
 }
@@ -102,31 +102,57 @@ func writeFormat(dir string, v int) error {
 // WriteFileSync replaces the small file at path with b durably: it
 // writes b to path+".tmp" (mode perm), fsyncs it, renames it over path
 // and fsyncs the directory, so that after a crash path holds its old
-// content or b, whole. A failed write leaves no temporary file.
+// content or b, whole. A failed write leaves no temporary file. Its
+// error names path once, then the step that failed and its cause
+// ("write /s/FORMAT: create FORMAT.tmp: no space left on device"); the
+// cause stays matchable (errors.Is(err, fs.ErrNotExist)).
 func WriteFileSync(path string, b []byte, perm os.FileMode) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
+	step, err := writeTemp(tmp, b, perm)
 	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+		step, err = "rename "+filepath.Base(tmp), os.Rename(tmp, path)
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
+		step, err = "fsync the directory", syncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: %s: %w", path, step, bareErr(err))
 	}
 	return nil
+}
+
+// writeTemp writes b to the new file tmp and fsyncs it; on failure it
+// says which step failed.
+func writeTemp(tmp string, b []byte, perm os.FileMode) (step string, err error) {
+	name := filepath.Base(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return "create " + name, err
+	}
+	step = "write " + name
+	_, err = f.Write(b)
+	if err == nil {
+		step, err = "fsync "+name, f.Sync()
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		step, err = "close "+name, cerr
+	}
+	return step, err
+}
+
+// bareErr strips the operation and path an os error repeats (the caller
+// names them) down to its cause.
+func bareErr(err error) error {
+	var pe *os.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Err
+	case errors.As(err, &le):
+		return le.Err
+	}
+	return err
 }
 
 // prepareCreate checks that dir is absent or empty and creates it.

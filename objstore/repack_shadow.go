@@ -78,9 +78,9 @@ func openShadow(dir string, opt RepackOptions, kept map[uint32]bool) (*Store, er
 		return nil, err
 	}
 	// OPTIONS last: its presence says the shadow is usable.
-	if err := writeFileSync(filepath.Join(sdir, optionsName), []byte(want)); err != nil {
+	if err := WriteFileSync(filepath.Join(sdir, optionsName), []byte(want), 0o644); err != nil {
 		s.closeKeepLock()
-		return nil, err
+		return nil, fmt.Errorf("objstore: repack: %w", err)
 	}
 	return s, nil
 }
@@ -110,17 +110,12 @@ func shadowOptions(o RepackOptions) string {
 	return s
 }
 
-// writeFileSync is WriteFileSync of a small file of the repack's own.
-func writeFileSync(path string, b []byte) error {
-	if err := WriteFileSync(path, b, 0o644); err != nil {
-		return fmt.Errorf("objstore: %w", err)
-	}
-	return nil
-}
-
 // writeSwitch marks the shadow complete: from here the switch rolls forward.
 func writeSwitch(dir string) error {
-	return writeFileSync(filepath.Join(dir, shadowName, switchName), []byte("switch\n"))
+	if err := WriteFileSync(filepath.Join(dir, shadowName, switchName), []byte("switch\n"), 0o644); err != nil {
+		return fmt.Errorf("objstore: repack: %w", err)
+	}
+	return nil
 }
 
 func exists(path string) bool {
