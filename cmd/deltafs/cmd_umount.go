@@ -68,8 +68,8 @@ func runUmount(out io.Writer, mnt string, wait time.Duration) error {
 }
 
 // mountPointPath returns mnt absolute, symlinks resolved. A dead mount
-// point (its server killed) cannot be looked at (ENOTCONN): its parent
-// is resolved instead.
+// point (its server killed) cannot be looked at (ENOTCONN): the path is
+// resolved up to it, and a symlink to it followed, by deadMountPath.
 func mountPointPath(mnt string) (string, error) {
 	abs, err := filepath.Abs(mnt)
 	if err != nil {
@@ -77,11 +77,41 @@ func mountPointPath(mnt string) (string, error) {
 	}
 	resolved, err := filepath.EvalSymlinks(abs)
 	if errors.Is(err, syscall.ENOTCONN) {
-		var dir string
-		dir, err = filepath.EvalSymlinks(filepath.Dir(abs))
-		resolved = filepath.Join(dir, filepath.Base(abs))
+		return deadMountPath(abs, 0)
 	}
 	return resolved, err
+}
+
+// maxLinks bounds the symlinks deadMountPath follows (the kernel's
+// limit, past which it answers ELOOP).
+const maxLinks = 40
+
+// deadMountPath resolves abs, which leads to a dead mount point: its
+// directory is resolved, and its last name followed while it is a
+// symlink (those live outside the dead mount and can be read); the
+// name it ends at is the candidate mount point, which the caller looks
+// up in mountinfo. links counts the symlinks followed so far.
+func deadMountPath(abs string, links int) (string, error) {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, filepath.Base(abs))
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		return p, nil // ENOTCONN: the dead mount point itself
+	}
+	if links == maxLinks {
+		return "", &os.PathError{Op: "resolve", Path: abs, Err: syscall.ELOOP}
+	}
+	target, err := os.Readlink(p)
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(dir, target)
+	}
+	return deadMountPath(filepath.Clean(target), links+1)
 }
 
 // unmount unmounts the mount on mnt: umount(2) as root, fusermount3

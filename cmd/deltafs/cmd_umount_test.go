@@ -84,8 +84,9 @@ func TestUmountAfterFsyncedNewFile(t *testing.T) {
 // TestUmountDeadMount: umount of a mount whose process was killed
 // detaches it, says so in one line and exits 0; the next mount works.
 // (Here the kernel still answers lstat of the dead mount point from its
-// cache; once that expires lstat fails with ENOTCONN, which umount
-// resolves around, but this test cannot make it expire on demand.)
+// cache, and the store's free lock tells the mount dead; for the
+// ENOTCONN a mount point answers when nothing is cached, see
+// TestUmountNotConnected.)
 func TestUmountDeadMount(t *testing.T) {
 	store, mnt := newMountDirs(t)
 	killMount(t, store, mnt)
@@ -101,4 +102,42 @@ func TestUmountDeadMount(t *testing.T) {
 		t.Fatalf("after the dead mount's umount: %q, %v", b, err)
 	}
 	p.stop(t, syscall.SIGTERM)
+}
+
+// TestUmountNotConnected: umount of a mount whose process was killed
+// before anything looked at its mount point, which then answers ENOTCONN
+// (as any dead mount does once the kernel's cached attributes expire),
+// named directly or through a symlink, detaches it, says so in one line
+// and exits 0.
+func TestUmountNotConnected(t *testing.T) {
+	for _, viaLink := range []bool{false, true} {
+		store, mnt := newMountDirs(t)
+		p := startMount(t, store, mnt)
+		t.Cleanup(func() {
+			if testutil.Mounted(mnt) { // a failed umount: no dead mount left in TempDir
+				syscall.Unmount(mnt, syscall.MNT_DETACH)
+			}
+		})
+		if err := p.Cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		p.Cmd.Wait()
+		if _, err := os.Stat(mnt); !errors.Is(err, syscall.ENOTCONN) {
+			t.Fatalf("stat of the killed mount's mount point: %v, want ENOTCONN", err)
+		}
+		arg := mnt
+		if viaLink {
+			arg = filepath.Join(filepath.Dir(mnt), "link")
+			if err := os.Symlink(filepath.Base(mnt), arg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := runBinary(t, nil, "umount", arg)
+		if r.code != 0 || r.stderr != "" || strings.Count(r.stdout, "\n") != 1 || !strings.Contains(r.stdout, mnt+" is gone; detached it") {
+			t.Fatalf("umount %s (symlink %v): exit %d, stdout %q, stderr %q", arg, viaLink, r.code, r.stdout, r.stderr)
+		}
+		if testutil.Mounted(mnt) {
+			t.Fatalf("%s still mounted", mnt)
+		}
+	}
 }
