@@ -94,7 +94,7 @@ func (r s2Result) table() Table {
 // kindCounts renders the revision counts by base kind of an ingest.
 func kindCounts(sizes map[string][]int64) string {
 	var parts []string
-	for _, k := range []string{"full", "p1", "p2", "snapshot", "intermediate", "dedup"} {
+	for _, k := range []string{"full", "p1", "p2", "p1+p2", "snapshot", "intermediate", "dedup"} {
 		if v := sizes["kind "+k]; len(v) > 0 && v[0] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", k, v[0]))
 		}

@@ -21,10 +21,13 @@ const (
 	KindIntermediate                     // intermediate snapshot: delta against a snapshot
 	KindDedup                            // same content as Base; no data of its own
 	KindReused                           // delta carried in by the caller, stored verbatim
+	// KindP1P2: a delta against the concatenation of two bases' texts,
+	// Base's then Base2's (a merge's parents; objstore's graph read).
+	KindP1P2
 	kindEnd
 )
 
-var kindNames = [...]string{"", "full", "p1", "p2", "snapshot", "hint", "intermediate", "dedup", "reused"}
+var kindNames = [...]string{"", "full", "p1", "p2", "snapshot", "hint", "intermediate", "dedup", "reused", "p1+p2"}
 
 // String names the kind as Stats reports it.
 func (k BaseKind) String() string {
@@ -90,9 +93,10 @@ type Entry struct {
 	Rev        Rev
 	P1, P2     RevID    // parents; null when absent
 	Base       RevID    // delta base (or dedup target); null for a fulltext
+	Base2      RevID    // second delta base (KindP1P2 only: the delta's base is Base's text then Base2's); else null
 	Kind       BaseKind // why it is stored this way
-	ChainLen   uint32   // deltas applied to rebuild it (0 for a fulltext)
-	ChainBytes uint64   // stored bytes read to rebuild it, whole chain
+	ChainLen   uint32   // deltas applied to rebuild it (0 for a fulltext); with KindP1P2 in its graph, each distinct record once
+	ChainBytes uint64   // stored bytes read to rebuild it, whole chain (or record graph, each record once)
 	Size       uint64   // fulltext length
 	Stored     uint32   // length of its own segment record (0 for dedup)
 	Hash       uint64   // xxhash64 of the fulltext; 0 with FlagHashDeferred
@@ -108,7 +112,13 @@ func (e Entry) ID() RevID { return RevID{File: e.File, Rev: e.Rev} }
 // ErrDecode is matched by errors.Is for any malformed index value.
 var ErrDecode = errors.New("index: malformed value")
 
-const entryVersion = 1
+// Entry encodings: version 1 has no Base2; version 2, written only for an
+// entry with a Base2, has it right after Base. An entry without one is
+// written as version 1, byte for byte what builds before Base2 wrote.
+const (
+	entryVersion  = 1
+	entryVersion2 = 2
+)
 
 // MarshalBinary encodes e compactly: a version byte then varints.
 func (e *Entry) MarshalBinary() ([]byte, error) {
@@ -116,10 +126,16 @@ func (e *Entry) MarshalBinary() ([]byte, error) {
 }
 
 func (e *Entry) appendBinary(b []byte) []byte {
-	b = append(b, entryVersion)
+	ids := []RevID{e.P1, e.P2, e.Base}
+	if e.Base2.IsNull() {
+		b = append(b, entryVersion)
+	} else {
+		b = append(b, entryVersion2)
+		ids = append(ids, e.Base2)
+	}
 	b = binary.AppendUvarint(b, uint64(e.File))
 	b = binary.AppendUvarint(b, uint64(e.Rev))
-	for _, id := range [3]RevID{e.P1, e.P2, e.Base} {
+	for _, id := range ids {
 		b = binary.AppendUvarint(b, uint64(id.File))
 		b = binary.AppendUvarint(b, uint64(id.Rev))
 	}
@@ -139,13 +155,18 @@ func (e *Entry) appendBinary(b []byte) []byte {
 // trailing byte gives an error wrapping ErrDecode.
 func (e *Entry) UnmarshalBinary(b []byte) error {
 	d := decoder{b: b}
-	if v := d.byte(); v != entryVersion {
+	v := d.byte()
+	if v != entryVersion && v != entryVersion2 {
 		return fmt.Errorf("%w: entry version %d", ErrDecode, v)
 	}
 	var x Entry
 	x.File = FileID(d.uvarint(1<<64 - 1))
 	x.Rev = Rev(d.uvarint(1<<32 - 1))
-	for _, id := range [3]*RevID{&x.P1, &x.P2, &x.Base} {
+	ids := []*RevID{&x.P1, &x.P2, &x.Base}
+	if v == entryVersion2 {
+		ids = append(ids, &x.Base2)
+	}
+	for _, id := range ids {
 		id.File = FileID(d.uvarint(1<<64 - 1))
 		id.Rev = Rev(d.uvarint(1<<32 - 1))
 	}
@@ -161,6 +182,9 @@ func (e *Entry) UnmarshalBinary(b []byte) error {
 	x.Time = d.varint()
 	if err := d.finish(); err != nil {
 		return err
+	}
+	if v == entryVersion2 && x.Base2.IsNull() {
+		return fmt.Errorf("%w: entry version 2 without a second base", ErrDecode)
 	}
 	if err := x.check(); err != nil {
 		return err
@@ -178,6 +202,12 @@ func (e *Entry) check() error {
 		return fmt.Errorf("%w: entry kind %d", ErrDecode, e.Kind)
 	case (e.Kind == KindFull) != e.Base.IsNull():
 		return fmt.Errorf("%w: kind %v with base %v", ErrDecode, e.Kind, e.Base)
+	case (e.Kind == KindP1P2) != !e.Base2.IsNull():
+		return fmt.Errorf("%w: kind %v with second base %v", ErrDecode, e.Kind, e.Base2)
+	case e.Kind == KindP1P2 && e.Base == e.Base2:
+		return fmt.Errorf("%w: kind %v with the same base twice (%v)", ErrDecode, e.Kind, e.Base)
+	case e.Kind == KindP1P2 && e.Flags&FlagDelta == 0:
+		return fmt.Errorf("%w: kind %v without the delta flag", ErrDecode, e.Kind)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package index
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -20,6 +21,7 @@ func TestEntryRoundTrip(t *testing.T) {
 		sampleEntry(),
 		{File: 1, Kind: KindFull},
 		{File: 1<<64 - 1, Rev: 1<<32 - 1, Base: RevID{1, 0}, Kind: KindDedup, Time: -5},
+		twoBaseEntry(),
 	}
 	for _, e := range cases {
 		b, err := e.MarshalBinary()
@@ -36,6 +38,30 @@ func TestEntryRoundTrip(t *testing.T) {
 	}
 }
 
+func twoBaseEntry() Entry {
+	e := sampleEntry()
+	e.P2, e.Base, e.Base2, e.Kind = RevID{7, 9}, RevID{7, 9}, RevID{7, 11}, KindP1P2
+	return e
+}
+
+// TestEntryVersions: an entry without a second base is written as
+// version 1, byte for byte as before Base2 existed (the bytes below are
+// what the build before it wrote for sampleEntry), and one with a second
+// base as version 2, which a build before it refuses (version byte).
+func TestEntryVersions(t *testing.T) {
+	e := sampleEntry()
+	b, _ := e.MarshalBinary()
+	const old = "01070c070b03020302030480804080808004d902deadbeefcafef00d038080808020038080d0e2c6bfce972f"
+	if got := fmt.Sprintf("%x", b); got != old {
+		t.Fatalf("version 1 encoding changed:\n got %s\nwant %s", got, old)
+	}
+	two := twoBaseEntry()
+	b2, _ := two.MarshalBinary()
+	if b2[0] != entryVersion2 || len(b2) != len(b)+2 {
+		t.Fatalf("two-base entry: version %d, %d bytes against %d", b2[0], len(b2), len(b))
+	}
+}
+
 func TestEntryDecodeRejects(t *testing.T) {
 	e := sampleEntry()
 	good, _ := e.MarshalBinary()
@@ -49,6 +75,22 @@ func TestEntryDecodeRejects(t *testing.T) {
 	bad["full with base"], _ = full.MarshalBinary()
 	noFile := Entry{Kind: KindFull}
 	bad["file 0"], _ = noFile.MarshalBinary()
+	two := twoBaseEntry()
+	b2, _ := two.MarshalBinary()
+	bad["version 2 with a null second base"] = append([]byte{entryVersion2}, good[1:]...)
+	for name, mod := range map[string]func(e *Entry){
+		"second base, kind p2":       func(e *Entry) { e.Kind = KindP2 },
+		"kind p1+p2, no second base": func(e *Entry) { e.Base2 = NullRev },
+		"same base twice":            func(e *Entry) { e.Base2 = e.Base },
+		"p1+p2 without delta flag":   func(e *Entry) { e.Flags = FlagZstd },
+		"p1+p2 as a fulltext":        func(e *Entry) { e.Base = NullRev },
+	} {
+		x := twoBaseEntry()
+		mod(&x)
+		bad[name], _ = x.MarshalBinary()
+	}
+	bad["version 2 truncated"] = b2[:len(b2)-1]
+	bad["version 1 of a two-base entry"] = append([]byte{entryVersion}, b2[1:]...)
 	for name, b := range bad {
 		var got Entry
 		if err := got.UnmarshalBinary(b); !errors.Is(err, ErrDecode) {
@@ -63,6 +105,11 @@ func FuzzEntryDecode(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte{1})
 	f.Add([]byte{})
+	two := twoBaseEntry()
+	b2, _ := two.MarshalBinary()
+	f.Add(b2)
+	f.Add(b2[:len(b2)-4])
+	f.Add(append([]byte{entryVersion2}, b[1:]...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var e Entry
 		if err := e.UnmarshalBinary(b); err != nil {

@@ -25,7 +25,9 @@ import (
 //
 //	rev, time (ns since the epoch, zigzag varint, delta from the previous
 //	row), size, chain, stored, base (string), refs present (a byte: bit 0
-//	base_rev, 1 p1, 2 p2) then file and rev of each present, flag count
+//	base_rev, 1 p1, 2 p2, 3 base2_rev, set only for a p1+p2 revision,
+//	which a store older builds refuse holds) then file and rev of each
+//	present, flag count
 //	and flags (strings), snapshot count and names (strings)
 //
 // where a string is a uvarint length and its bytes. The mount encodes
@@ -72,7 +74,7 @@ func (w *rowWriter) head(rev uint64, t int64, size, chain, stored uint64, base s
 // add appends r.
 func (w *rowWriter) add(r RevInfo) {
 	b := w.head(uint64(r.Rev), r.Time.UnixNano(), r.Size, uint64(r.Chain), uint64(r.Stored), r.Base)
-	refs := [3]*RevRef{r.BaseRev, r.P1, r.P2}
+	refs := [4]*RevRef{r.BaseRev, r.P1, r.P2, r.Base2Rev}
 	var present byte
 	for i, ref := range refs {
 		if ref != nil {
@@ -93,7 +95,7 @@ func (w *rowWriter) add(r RevInfo) {
 // row without building a RevInfo (no allocation).
 func (w *rowWriter) addRev(r objstore.Revision, pairs []heldPair, list []index.Snapshot) {
 	b := w.head(uint64(r.Rev), r.Time.UnixNano(), r.Size, uint64(r.ChainLen), uint64(r.Stored), r.Kind.String())
-	refs := [3]index.RevID{r.Base, r.P1, r.P2}
+	refs := [4]index.RevID{r.Base, r.P1, r.P2, r.Base2}
 	var present byte
 	for i, ref := range refs {
 		if !ref.IsNull() {
@@ -249,10 +251,10 @@ func readRows(b []byte) ([]RevInfo, error) {
 		r.Chain, r.Stored = d.uint32(), d.uint32()
 		r.Base = d.string()
 		present := d.byte()
-		if present > 7 {
+		if present > 15 {
 			d.err = errRows
 		}
-		for j, ref := range []**RevRef{&r.BaseRev, &r.P1, &r.P2} {
+		for j, ref := range []**RevRef{&r.BaseRev, &r.P1, &r.P2, &r.Base2Rev} {
 			if present&(1<<j) != 0 {
 				*ref = &RevRef{File: d.uvarint(), Rev: d.uint32()}
 			}

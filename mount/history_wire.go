@@ -28,14 +28,17 @@ type RevInfo struct {
 	Rev    uint32    `json:"rev"`
 	Time   time.Time `json:"time"`
 	Size   uint64    `json:"size"`   // fulltext length
-	Base   string    `json:"base"`   // base kind: full, p1, p2, snapshot, hint, intermediate, dedup, reused
+	Base   string    `json:"base"`   // base kind: full, p1, p2, snapshot, hint, intermediate, dedup, reused, p1+p2
 	Chain  uint32    `json:"chain"`  // deltas applied to rebuild it
 	Stored uint32    `json:"stored"` // bytes of its own record
 	// BaseRev is the delta base (or dedup target); absent for a fulltext.
-	BaseRev *RevRef  `json:"base_rev,omitempty"`
-	P1      *RevRef  `json:"p1,omitempty"`
-	P2      *RevRef  `json:"p2,omitempty"`
-	Flags   []string `json:"flags,omitempty"`
+	BaseRev *RevRef `json:"base_rev,omitempty"`
+	// Base2Rev is the second delta base of a p1+p2 revision (its delta
+	// is against base_rev's text then base2_rev's).
+	Base2Rev *RevRef  `json:"base2_rev,omitempty"`
+	P1       *RevRef  `json:"p1,omitempty"`
+	P2       *RevRef  `json:"p2,omitempty"`
+	Flags    []string `json:"flags,omitempty"`
 	// Snapshots are the snapshots holding this revision (log only).
 	Snapshots []string `json:"snapshots,omitempty"`
 }
@@ -50,6 +53,7 @@ func infoOfRev(r objstore.Revision) RevInfo {
 	i := RevInfo{
 		Rev: uint32(r.Rev), Time: r.Time, Size: r.Size, Base: r.Kind.String(), Chain: r.ChainLen,
 		Stored: r.Stored, BaseRev: refOf(r.Base), P1: refOf(r.P1), P2: refOf(r.P2),
+		Base2Rev: refOf(r.Base2),
 	}
 	for _, fn := range flagNames {
 		if r.Flags&fn.f != 0 {

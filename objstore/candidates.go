@@ -36,6 +36,11 @@ func (s *Store) store(ctx context.Context, e *index.Entry, req *PutRequest, meta
 	if err := s.computeAll(ctx, cands, req, data, t); err != nil {
 		return err
 	}
+	if two, ok, err := s.twoBase(ctx, cands, data, t); err != nil {
+		return err
+	} else if ok {
+		cands = append(cands, two)
+	}
 	full, fullFlags := []byte(nil), byte(0)
 	compressed := func() {
 		if full == nil {
@@ -71,7 +76,12 @@ func (s *Store) store(ctx context.Context, e *index.Entry, req *PutRequest, meta
 		c := &cands[d.Choice]
 		payload, flags = c.payload, c.flags
 		e.Kind, e.Base, e.ChainLen = kindOf(c.Role, d.Intermediate), c.Base, c.BaseChainLen+1
-		e.ChainBytes = c.BaseChainBytes
+		e.ChainBytes, e.Base2 = c.BaseChainBytes, c.Base2
+	}
+	if e.Kind == index.KindP1P2 {
+		if err := s.needFormat(formatTwoBase); err != nil {
+			return err
+		}
 	}
 	if err := s.appendEntry(e, flags, payload); err != nil {
 		return err
@@ -248,6 +258,8 @@ func kindOf(r Role, intermediate bool) index.BaseKind {
 		return index.KindReused
 	case RoleHint:
 		return index.KindHint
+	case RoleP1P2:
+		return index.KindP1P2
 	}
 	if intermediate {
 		return index.KindIntermediate

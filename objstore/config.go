@@ -19,6 +19,7 @@ type Config struct {
 
 	MaxChainLen  uint32  // default DefaultMaxChainLen
 	MaxReadRatio float64 // default DefaultMaxReadRatio
+	MaxHeldRatio float64 // default DefaultMaxHeldRatio (graph reads, graph.go)
 	NoCaps       bool    // lift both caps (benchmarks only)
 	P1Only       bool    // consider only p1 (and snapshots): the S2 comparison
 
@@ -70,6 +71,20 @@ const (
 	// cache is cheaper than the copies of applying; it stops a chain of many
 	// medium deltas from reading far more than a fresh fulltext would.
 	DefaultMaxReadRatio = 2.0
+	// DefaultMaxHeldRatio bounds what a graph read holds at once (see
+	// graph.go): texts' bytes / the revision's length. A merge of two
+	// lines holds both parents' texts and their concatenation (4x), and
+	// the texts of the other line that a later record of the graph still
+	// needs add to it. Measured on S2 (600 revisions of a 200 KiB text,
+	// 165 merges of two lines that merge each other; a throwaway test
+	// walking every revision's graph): uncapped, reads hold a median
+	// 6.0x and at most 12.1x the text, the store 209.8 KB; at 8x, max
+	// 8.0x and 206.2 KB (123 p1+p2 records); at 6x 218.5 KB, 5x 208.4
+	// KB, 4x 216.0 KB (33 p1+p2): the caps move the intermediate
+	// snapshots, so the size is not monotonic in the cap, and below 8x
+	// most merges lose the two-base record. With twoBaseMaxText (both
+	// parents at most 4 MiB) a read holds 32 MiB at most.
+	DefaultMaxHeldRatio = 8.0
 	// DefaultMinReadBytes lets texts of a few hundred bytes still delta:
 	// record headers alone would break 2x of a tiny text.
 	DefaultMinReadBytes = 4096
@@ -102,8 +117,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxReadRatio <= 0 {
 		c.MaxReadRatio = DefaultMaxReadRatio
 	}
+	if c.MaxHeldRatio <= 0 {
+		c.MaxHeldRatio = DefaultMaxHeldRatio
+	}
 	if c.NoCaps {
 		c.MaxChainLen, c.MaxReadRatio = 1<<31, 1e12
+		c.MaxHeldRatio = 1e12
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -117,5 +136,6 @@ func (c Config) withDefaults() Config {
 // Caps returns the chain caps in effect.
 func (c Config) Caps() Caps {
 	c = c.withDefaults()
-	return Caps{MaxChainLen: c.MaxChainLen, MaxReadRatio: c.MaxReadRatio, MinReadBytes: DefaultMinReadBytes}
+	return Caps{MaxChainLen: c.MaxChainLen, MaxReadRatio: c.MaxReadRatio, MinReadBytes: DefaultMinReadBytes,
+		MaxHeldRatio: c.MaxHeldRatio}
 }

@@ -61,6 +61,9 @@ func dependsOn(entries map[index.RevID]index.Entry, id, bad index.RevID) bool {
 		if e.Kind == index.KindFull {
 			return false
 		}
+		if !e.Base2.IsNull() && dependsOn(entries, e.Base2, bad) {
+			return true // a two-base record's graph: both bases
+		}
 		e = entries[e.Base]
 	}
 }

@@ -17,13 +17,15 @@ import (
 // in its checksummed form (package mount), which an older build would
 // misread as garbage mappings (and its gc then take every live file's
 // history for a deleted file's); the mount raises it (RequireFormat)
-// before it writes that form. A store opens as it is and keeps its
+// before it writes that form. Version 5 added two-base records
+// (index.KindP1P2, read through the record graph: graph.go), whose index
+// entries an older build could not decode. A store opens as it is and keeps its
 // version, readable by older builds, until its first record (or file)
 // that needs a newer one: then FORMAT and the index's version are raised
 // to it (Store.needFormat), so that an older build refuses the store with
 // ErrFormat instead of failing on what it cannot read.
 const (
-	FormatVersion = 4
+	FormatVersion = 5
 	oldestFormat  = 1
 )
 
@@ -46,10 +48,12 @@ func (s *Store) RequireFormat(v int) error {
 	return s.needFormat(v)
 }
 
-// The versions that introduced chunked fulltexts and late tables.
+// The versions that introduced chunked fulltexts, late tables and
+// two-base records.
 const (
 	formatChunked   = 2
 	formatLateTable = 3
+	formatTwoBase   = 5
 )
 
 const formatMagic = "deltafs-store"

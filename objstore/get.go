@@ -106,6 +106,9 @@ func (s *Store) rebuildOwned(ctx context.Context, want index.RevID, e index.Entr
 		return t, false, nil
 	}
 	chain, start, err := s.chain(want, e, cache)
+	if errors.Is(err, errGraph) {
+		return s.readGraph(ctx, want, e, cache)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -188,10 +191,14 @@ func (s *Store) putBuf(b []byte) {
 const maxChainWalk = 1 << 20
 
 // chain walks from e towards its fulltext, stopping early at a cached text.
-// It returns the entries newest first and the cached start text, if any.
+// It returns the entries newest first and the cached start text, if any,
+// or errGraph if it meets a two-base record (see graph.go).
 func (s *Store) chain(want index.RevID, e index.Entry, cache caches) ([]index.Entry, []byte, error) {
 	chain := []index.Entry{e}
 	for cur := e; cur.Kind != index.KindFull; {
+		if !cur.Base2.IsNull() {
+			return nil, nil, errGraph
+		}
 		if uint64(len(chain)) > uint64(e.ChainLen)+1 || len(chain) > maxChainWalk {
 			return nil, nil, corrupt(want, &cur, errors.New("chain longer than recorded"))
 		}

@@ -31,6 +31,7 @@ type Revision struct {
 	Size       uint64         // fulltext length
 	Kind       index.BaseKind // how it is stored
 	Base       index.RevID    // delta base or dedup target; null for a fulltext
+	Base2      index.RevID    // second delta base (index.KindP1P2); else null
 	ChainLen   uint32         // deltas applied to rebuild it (0: fulltext)
 	ChainBytes uint64         // stored bytes read to rebuild it
 	Stored     uint32         // length of its own record (0 for dedup)
@@ -43,7 +44,7 @@ func (r Revision) ID(f index.FileID) index.RevID { return index.RevID{File: f, R
 
 func revisionOf(e index.Entry) Revision {
 	return Revision{
-		Rev: e.Rev, Time: time.Unix(0, e.Time).UTC(), Size: e.Size, Kind: e.Kind, Base: e.Base,
+		Rev: e.Rev, Time: time.Unix(0, e.Time).UTC(), Size: e.Size, Kind: e.Kind, Base: e.Base, Base2: e.Base2,
 		ChainLen: e.ChainLen, ChainBytes: e.ChainBytes, Stored: e.Stored, P1: e.P1, P2: e.P2, Flags: e.Flags,
 	}
 }

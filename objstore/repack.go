@@ -178,7 +178,8 @@ func (o RepackOptions) withDefaults() RepackOptions {
 }
 
 func (o RepackOptions) caps() Caps {
-	return Caps{MaxChainLen: o.MaxChain, MaxReadRatio: o.MaxReadRatio, MinReadBytes: DefaultMinReadBytes}
+	return Caps{MaxChainLen: o.MaxChain, MaxReadRatio: o.MaxReadRatio, MinReadBytes: DefaultMinReadBytes,
+		MaxHeldRatio: DefaultMaxHeldRatio}
 }
 
 // RepackProgress is what Repack reports after each revision.

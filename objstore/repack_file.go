@@ -195,10 +195,11 @@ func (rp *repacker) decideKept(ctx context.Context, fw *fileWork, e index.Entry)
 	if e.Kind == index.KindFull {
 		return e, nil, outUnchanged, nil
 	}
-	be, ok := rp.doneEntry(ctx, fw.id, e.Base)
-	c := candidateOf(RoleCarried, be)
-	c.DeltaLen = int64(e.Stored)
-	if !ok || reusedEntry(e, be) != e || rule(c, Target{TextLen: e.Size, FullLen: math.MaxUint64}, rp.caps) != "" {
+	c, ok, err := rp.reuseCandidate(ctx, fw, e)
+	if err != nil {
+		return index.Entry{}, nil, 0, err
+	}
+	if !ok || reusedOn(e, c) != e || rule(c, Target{TextLen: e.Size, FullLen: math.MaxUint64}, rp.caps) != "" {
 		return index.Entry{}, nil, 0, fmt.Errorf("%w: revision %v in kept segment %d: its base %v changed or its chain breaks the caps; --reuse=never repacks without keeping segments",
 			errPlanDiverged, e.ID(), e.Seg, e.Base)
 	}
@@ -254,14 +255,15 @@ const reuseTrust = 16
 
 // tryReuse keeps e's delta verbatim if its base is already in the shadow,
 // the new chain meets the caps and the delta is small enough to trust, or
-// an earlier repack chose it (index.FlagRepacked).
+// an earlier repack chose it (index.FlagRepacked). A two-base record
+// (index.KindP1P2) is kept only if both its bases are, as they were (the
+// same revisions, so the same texts), with its chain facts counted again
+// on the shadow's graph.
 func (rp *repacker) tryReuse(ctx context.Context, fw *fileWork, e index.Entry) (index.Entry, []byte, bool, error) {
-	be, ok := rp.doneEntry(ctx, fw.id, e.Base)
-	if !ok {
-		return index.Entry{}, nil, false, nil // base in a file not done yet
+	c, ok, err := rp.reuseCandidate(ctx, fw, e)
+	if !ok || err != nil {
+		return index.Entry{}, nil, false, err // base in a file not done yet
 	}
-	c := candidateOf(RoleCarried, be)
-	c.DeltaLen = int64(e.Stored)
 	est := fw.fullEstimate(e.Size)
 	trusted := e.Flags&index.FlagRepacked != 0 // chosen by a repack's full search
 	t := Target{TextLen: e.Size, FullLen: est}
@@ -279,16 +281,52 @@ func (rp *repacker) tryReuse(ctx context.Context, fw *fileWork, e index.Entry) (
 	if err != nil {
 		return index.Entry{}, nil, false, err
 	}
-	return reusedEntry(e, be), raw, true, nil
+	return reusedOn(e, c), raw, true, nil
+}
+
+// reuseCandidate returns e's existing delta as a candidate on its
+// base's (or bases') new entries, if they are in the shadow.
+func (rp *repacker) reuseCandidate(ctx context.Context, fw *fileWork, e index.Entry) (Candidate, bool, error) {
+	be, ok := rp.doneEntry(ctx, fw.id, e.Base)
+	if !ok {
+		return Candidate{}, false, nil
+	}
+	c := candidateOf(RoleCarried, be)
+	if e.Kind == index.KindP1P2 {
+		be2, ok := rp.doneEntry(ctx, fw.id, e.Base2)
+		if !ok || be.ID() != e.Base || be2.ID() != e.Base2 {
+			return Candidate{}, false, nil
+		}
+		var err error
+		if c, err = rp.shadow.twoBaseFacts(be, be2, e.Size); err != nil {
+			return Candidate{}, false, err
+		}
+		c.Role, c.BaseIsSnapshot = RoleCarried, false
+	}
+	c.DeltaLen = int64(e.Stored)
+	return c, true, nil
+}
+
+// reusedOn is e kept verbatim on the base facts of c (its reuseCandidate).
+func reusedOn(e index.Entry, c Candidate) index.Entry {
+	e.ChainLen, e.ChainBytes = c.BaseChainLen+1, c.BaseChainBytes+uint64(e.Stored)
+	if (e.Kind == index.KindIntermediate || e.Kind == index.KindSnapshot) && !c.BaseIsSnapshot {
+		e.Kind = index.KindHint // its base is no longer a snapshot
+	}
+	return e
 }
 
 // reusedEntry is e kept verbatim on top of its base's new entry be.
 func reusedEntry(e, be index.Entry) index.Entry {
-	e.ChainLen, e.ChainBytes = be.ChainLen+1, be.ChainBytes+uint64(e.Stored)
-	if (e.Kind == index.KindIntermediate || e.Kind == index.KindSnapshot) && !be.Kind.IsSnapshot() {
-		e.Kind = index.KindHint // its base is no longer a snapshot
-	}
-	return e
+	return reusedOn(e, candidateOf(RoleCarried, be))
+}
+
+// liveFormat raises the live store's format to v before the switch can
+// bring in a record that needs it (a two-base record a repack chose).
+func (rp *repacker) liveFormat(v int) error {
+	rp.live.wmu.Lock()
+	defer rp.live.wmu.Unlock()
+	return rp.live.needFormat(v)
 }
 
 // rawRecord reads e's whole record and checks it, to copy it verbatim.

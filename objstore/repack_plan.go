@@ -149,15 +149,10 @@ func (rp *repacker) stable(e index.Entry, f *planFile, changed *index.Refs) bool
 	if e.Kind == index.KindFull {
 		return trusted
 	}
-	be, ok := rp.stableBase(e.Base, f, changed)
-	if ok && be.Kind == index.KindDedup {
-		be, ok = rp.stableBase(be.Base, f, changed) // doneEntry resolves a dedup base to its target
-	}
+	c, ok := rp.stableCandidate(e, f, changed)
 	if !ok {
 		return false
 	}
-	c := candidateOf(RoleCarried, be)
-	c.DeltaLen = int64(e.Stored)
 	t := Target{TextLen: e.Size, FullLen: math.MaxUint64} // as tryReuse has it for a trusted delta
 	if !trusted {
 		est := (&fileWork{ratio: f.ratio}).fullEstimate(e.Size)
@@ -166,7 +161,35 @@ func (rp *repacker) stable(e index.Entry, f *planFile, changed *index.Refs) bool
 		}
 		t.FullLen = est
 	}
-	return rule(c, t, rp.caps) == "" && reusedEntry(e, be) == e
+	return rule(c, t, rp.caps) == "" && reusedOn(e, c) == e
+}
+
+// stableCandidate is reuseCandidate in the plan: e's delta on its
+// base's (bases') entries, if the plan found them stable. A two-base
+// record's graph is then the same as it was, so its facts are counted
+// on the live store's.
+func (rp *repacker) stableCandidate(e index.Entry, f *planFile, changed *index.Refs) (Candidate, bool) {
+	be, ok := rp.stableBase(e.Base, f, changed)
+	if ok && be.Kind == index.KindDedup {
+		be, ok = rp.stableBase(be.Base, f, changed) // doneEntry resolves a dedup base to its target
+	}
+	if !ok {
+		return Candidate{}, false
+	}
+	c := candidateOf(RoleCarried, be)
+	if e.Kind == index.KindP1P2 {
+		be2, ok := rp.stableBase(e.Base2, f, changed)
+		if !ok || be.ID() != e.Base || be2.Kind == index.KindDedup {
+			return Candidate{}, false
+		}
+		var err error
+		if c, err = rp.live.twoBaseFacts(be, be2, e.Size); err != nil {
+			return Candidate{}, false
+		}
+		c.Role, c.BaseIsSnapshot = RoleCarried, false
+	}
+	c.DeltaLen = int64(e.Stored)
+	return c, true
 }
 
 // stableBase returns the entry of id, a base of a revision of file f.id,

@@ -34,6 +34,11 @@ func (rp *repacker) recompute(ctx context.Context, fw *fileWork, e index.Entry) 
 	if err := rp.computeAll(ctx, cands, text, t, 0); err != nil {
 		return index.Entry{}, nil, 0, err
 	}
+	if two, ok, err := twoBaseCandidate(ctx, rp.shadow, rp.live, cands, text, t, rp.caps); err != nil {
+		return index.Entry{}, nil, 0, err
+	} else if ok {
+		cands = append(cands, two)
+	}
 	full, err := rp.fullLen(fw, e, text, &t, cands)
 	if err != nil {
 		return index.Entry{}, nil, 0, err
@@ -145,8 +150,11 @@ func (rp *repacker) inFile(ctx context.Context, fw *fileWork, e index.Entry) []p
 	if e.Kind == index.KindFull {
 		return out
 	}
-	if rp.opt.Reuse == ReuseNever {
-		add(RoleHint, e.Base) // the existing base, with a fresh delta
+	if rp.opt.Reuse == ReuseNever || e.Kind == index.KindP1P2 {
+		// The existing base, with a fresh delta (a two-base record's own
+		// delta is tried as it is by tryReuse, and again below through
+		// twoBaseCandidate if its bases are p1 and p2).
+		add(RoleHint, e.Base)
 		return out
 	}
 	if be, ok := rp.doneEntry(ctx, fw.id, e.Base); ok {
@@ -309,6 +317,7 @@ func (rp *repacker) build(e index.Entry, text []byte, cands []prepared, d Decisi
 		// text is at hand here, so it gets one.
 		ne = rp.live.WithContentHash(e, text)
 	}
+	ne.Base2 = index.NullRev
 	if d.Choice < 0 {
 		ne.Kind, ne.Base, ne.ChainLen, ne.ChainBytes = index.KindFull, index.NullRev, 0, 0
 		if full.raw != nil {
@@ -331,6 +340,12 @@ func (rp *repacker) build(e index.Entry, text []byte, cands []prepared, d Decisi
 	}
 	ne.Kind, ne.Base = kindOf(c.Role, d.Intermediate), c.Base
 	ne.ChainLen, ne.ChainBytes = be.ChainLen+1, be.ChainBytes
+	if c.Role == RoleP1P2 {
+		if err := rp.liveFormat(formatTwoBase); err != nil {
+			return index.Entry{}, nil, 0, err
+		}
+		ne.Base2, ne.ChainLen, ne.ChainBytes = c.Base2, c.BaseChainLen+1, c.BaseChainBytes
+	}
 	return rp.fresh(ne, c.payload, c.flags)
 }
 

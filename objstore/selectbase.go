@@ -16,9 +16,10 @@ const (
 	RoleCarried                  // a delta the caller carried in, stored verbatim if chosen
 	RoleHint                     // a caller hint, e.g. a copy source
 	RoleSnapshot                 // the file's latest snapshot (fulltext or intermediate)
+	RoleP1P2                     // both parents: a delta against Base's text then Base2's (graph.go)
 )
 
-var roleNames = [...]string{"", "p1", "p2", "carried", "hint", "snapshot"}
+var roleNames = [...]string{"", "p1", "p2", "carried", "hint", "snapshot", "p1+p2"}
 
 func (r Role) String() string {
 	if int(r) < len(roleNames) && r != 0 {
@@ -31,6 +32,7 @@ func (r Role) String() string {
 const (
 	RuleChainTooLong   = "chain too long"
 	RuleReadsTooMuch   = "chain reads more than the read cap"
+	RuleHoldsTooMuch   = "graph read holds more than the held cap"
 	RuleLargerThanText = "delta larger than text"
 	RuleNotComputed    = "delta not computed" // e.g. a carried delta covers its base
 	RuleNotSmallest    = "a smaller delta passed"
@@ -42,6 +44,9 @@ type Caps struct {
 	MaxChainLen  uint32  // deltas applied to rebuild a revision
 	MaxReadRatio float64 // chain bytes read / fulltext length
 	MinReadBytes uint64  // read budget floor, so tiny texts may still delta
+	// MaxHeldRatio bounds what a graph read (a two-base record's, see
+	// graph.go) holds at once: its texts' bytes / the revision's length.
+	MaxHeldRatio float64
 }
 
 // Candidate is one possible delta base with the facts selection needs.
@@ -52,6 +57,13 @@ type Candidate struct {
 	BaseChainBytes uint64 // bytes read to rebuild the base
 	BaseIsSnapshot bool   // base is a fulltext or an intermediate snapshot
 	DeltaLen       int64  // stored bytes of the delta record; <0 if not computed
+
+	// A two-base candidate (RoleP1P2) also has a second base; its chain
+	// facts count the distinct records of both bases' graphs, and Held
+	// is the most text bytes its graph read holds at once (0 for any
+	// other candidate, whose read holds two texts).
+	Base2 index.RevID
+	Held  uint64
 }
 
 // Target describes the revision being stored.
@@ -88,6 +100,8 @@ func ChainRule(c Candidate, t Target, caps Caps) string {
 		return RuleChainTooLong
 	case c.BaseChainBytes > caps.readLimit(t.TextLen):
 		return RuleReadsTooMuch
+	case c.Held > max(uint64(caps.MaxHeldRatio*float64(t.TextLen)), caps.MinReadBytes):
+		return RuleHoldsTooMuch
 	}
 	return ""
 }

@@ -29,8 +29,16 @@ func cand(role Role, rev index.Rev, delta int64) Candidate {
 		BaseChainLen: c.len, BaseChainBytes: c.bytes, BaseIsSnapshot: c.snap, DeltaLen: delta}
 }
 
+// both is a two-base candidate whose union graph has the chain facts of
+// rev and whose read holds held bytes at most.
+func both(rev index.Rev, held uint64, delta int64) Candidate {
+	c := cand(RoleP1P2, rev, delta)
+	c.Base2, c.Held = index.RevID{File: 1, Rev: 99}, held
+	return c
+}
+
 func TestSelectBase(t *testing.T) {
-	caps := Caps{MaxChainLen: 1000, MaxReadRatio: 2, MinReadBytes: 4096}
+	caps := Caps{MaxChainLen: 1000, MaxReadRatio: 2, MinReadBytes: 4096, MaxHeldRatio: 4}
 	target := Target{TextLen: 10_000, FullLen: 4000} // read limit 20,000
 	type want struct {
 		choice  int
@@ -55,6 +63,14 @@ func TestSelectBase(t *testing.T) {
 		{"read cap counts the new delta", []Candidate{cand(RoleP1, 3, 20)}, want{-1, false, []string{RuleReadsTooMuch}}},
 		{"base already over the read cap", []Candidate{cand(RoleP1, 10, 1)}, want{-1, false, []string{RuleReadsTooMuch}}},
 		{"not computed", []Candidate{cand(RoleHint, 1, -1)}, want{-1, false, []string{RuleNotComputed}}},
+		{"both parents when smaller", []Candidate{cand(RoleP1, 1, 300), cand(RoleP2, 0, 200), both(1, 40_000, 60)},
+			want{2, false, []string{RuleNotSmallest, RuleNotSmallest, ""}}},
+		{"both parents over the held cap", []Candidate{cand(RoleP1, 1, 300), both(1, 40_001, 60)},
+			want{0, false, []string{"", RuleHoldsTooMuch}}},
+		{"both parents: union chain too long", []Candidate{cand(RoleP2, 1, 300), both(2, 30_000, 60)},
+			want{0, false, []string{"", RuleChainTooLong}}},
+		{"both parents: union reads too much", []Candidate{both(3, 30_000, 20)},
+			want{-1, false, []string{RuleReadsTooMuch}}},
 		{"carried delta chosen when smallest", []Candidate{cand(RoleP1, 1, 90), cand(RoleCarried, 1, 60)},
 			want{1, false, []string{RuleNotSmallest, ""}}},
 		{"snapshot becomes intermediate when parents fail",

@@ -230,7 +230,27 @@ func (s *Store) verifyOne(ctx context.Context, id index.RevID, tail index.Tail, 
 			return err
 		}
 	}
+	if e.Kind == index.KindP1P2 {
+		if err := s.verifyGraphFacts(e); err != nil {
+			return err
+		}
+	}
 	// Its own cache only: the store's may hold texts Verify has not checked.
 	_, err = s.rebuild(ctx, id, e, c)
 	return err
+}
+
+// verifyGraphFacts checks a two-base record's chain facts against its
+// record graph (each distinct record once, graph.go): the caps were
+// applied to them, and gc and repack keep them.
+func (s *Store) verifyGraphFacts(e index.Entry) error {
+	g, err := s.walkGraph(e.ID(), e, caches{}, int(e.ChainLen))
+	if err != nil {
+		return err
+	}
+	if uint64(g.deltas) != uint64(e.ChainLen) || g.bytes != e.ChainBytes {
+		return corrupt(e.ID(), &e, fmt.Errorf("chain facts %d deltas, %d bytes; its record graph has %d, %d",
+			e.ChainLen, e.ChainBytes, g.deltas, g.bytes))
+	}
+	return nil
 }
