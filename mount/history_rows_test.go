@@ -23,6 +23,8 @@ func TestLogRowsRoundTrip(t *testing.T) {
 			BaseRev: &RevRef{File: 7, Rev: 0}, P1: &RevRef{File: 7, Rev: 0}, Flags: []string{"zstd", "delta"}},
 		{Rev: 1<<32 - 1, Time: t0.Add(time.Hour), Size: 1 << 40, Base: "dedup", Chain: 9,
 			BaseRev: &RevRef{File: 1 << 60, Rev: 3}, P1: &RevRef{File: 7, Rev: 1}, P2: &RevRef{File: 7, Rev: 0}},
+		{Rev: 5, Time: t0, Size: 900, Base: "p1+p2", Chain: 4, Stored: 60, BaseRev: &RevRef{File: 7, Rev: 3},
+			Base2Rev: &RevRef{File: 7, Rev: 4}, P1: &RevRef{File: 7, Rev: 4}, P2: &RevRef{File: 7, Rev: 3}, Flags: []string{"delta"}},
 	}
 	b := appendRows(nil, revs)
 	got, err := readRows(b)
@@ -58,8 +60,10 @@ func TestAddRevMatchesAdd(t *testing.T) {
 			P1: index.RevID{File: 7, Rev: 0}, Flags: index.FlagZstd | index.FlagDelta | index.FlagHashDeferred},
 		{Rev: 9, Time: t0.Add(time.Hour), Size: 1 << 40, Kind: index.KindDedup, ChainLen: 9, Base: index.RevID{File: 1 << 60, Rev: 3},
 			P1: index.RevID{File: 7, Rev: 1}, P2: index.RevID{File: 7, Rev: 0}},
+		{Rev: 10, Time: t0, Size: 900, Kind: index.KindP1P2, ChainLen: 4, Stored: 60, Base: index.RevID{File: 7, Rev: 3},
+			Base2: index.RevID{File: 7, Rev: 9}, P1: index.RevID{File: 7, Rev: 9}, P2: index.RevID{File: 7, Rev: 3}, Flags: index.FlagDelta},
 	}
-	held := [][]heldPair{{{0, 0}, {0, 1}}, nil, {{9, 1}}}
+	held := [][]heldPair{{{0, 0}, {0, 1}}, nil, {{9, 1}}, nil}
 	a, b := newRowWriter(nil), newRowWriter(nil)
 	for i, r := range revs {
 		info := infoOfRev(r)

@@ -58,13 +58,17 @@
 // writes) are zstd too, compressed in 4 MiB chunks on every core as
 // concatenated frames, which read back as one zstd stream.
 //
-// Costs: a put deltas against its parents' fulltexts; the newest fulltext
+// Costs: a put deltas against its parents' fulltexts (a merge's also
+// against both at once, graph.go, when the two are at most
+// twoBaseMaxText together); the newest fulltext
 // of recently written files is kept (Config.LatestBytes), so revision n+1
 // deltas against n without a rebuild, and delta.Encode's head/tail trimming
 // and local resynchronisation make the cost follow the size of the change
 // (an eager delta.Index over the whole base would cost a pass over the file
 // per revision instead, so none is kept). A read holds the chain's stored
-// records (at most MaxReadRatio x the text), two text buffers and the result;
+// records (at most MaxReadRatio x the text), two text buffers and the result
+// (a revision whose records form a graph, through a merge stored against
+// both parents, holds at most MaxHeldRatio x the text: graph.go);
 // text buffers are recycled between reads (sync.Pool), and rebuilt texts go
 // to a byte-bounded cache (Config.CacheBytes). What a put rebuilds for
 // itself (snapshot candidates, dedup checks) does not: it goes through a
