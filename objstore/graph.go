@@ -46,11 +46,20 @@ type recGraph struct {
 	bytes  uint64 // stored bytes of the records read
 }
 
+// entryFunc looks a revision's entry up: Store.entry, or a caller's
+// copy of part of the index (repack's plan).
+type entryFunc func(index.RevID) (index.Entry, error)
+
 // walkGraph collects the record graph of e. A base found in cache is a
 // start text, not followed. limit is the most delta records the graph may
 // hold (e's ChainLen, which counts them; a corrupt index could say
 // anything else).
 func (s *Store) walkGraph(want index.RevID, e index.Entry, cache caches, limit int) (*recGraph, error) {
+	return walkGraph(s.entry, want, e, cache, limit)
+}
+
+// walkGraph is Store.walkGraph with the entries from entry.
+func walkGraph(entry entryFunc, want index.RevID, e index.Entry, cache caches, limit int) (*recGraph, error) {
 	type frame struct {
 		n    gnode
 		next int // 0: visit Base, 1: visit Base2, 2: done
@@ -81,7 +90,7 @@ func (s *Store) walkGraph(want index.RevID, e index.Entry, cache caches, limit i
 		if onStack[child] || len(stack) > maxChainWalk {
 			return nil, corrupt(want, &f.n.e, fmt.Errorf("base %v: record graph has a cycle", child))
 		}
-		n, err := s.graphNode(want, &f.n.e, child, cache)
+		n, err := graphNode(entry, want, &f.n.e, child, cache)
 		if err != nil {
 			return nil, err
 		}
@@ -92,13 +101,13 @@ func (s *Store) walkGraph(want index.RevID, e index.Entry, cache caches, limit i
 }
 
 // graphNode returns the node of base id of e: a start text if cached.
-func (s *Store) graphNode(want index.RevID, e *index.Entry, id index.RevID, cache caches) (gnode, error) {
+func graphNode(entry entryFunc, want index.RevID, e *index.Entry, id index.RevID, cache caches) (gnode, error) {
 	n := gnode{b1: -1, b2: -1}
 	if t, ok := cache.get(id); ok {
 		n.e, n.start = index.Entry{File: id.File, Rev: id.Rev, Size: uint64(len(t))}, t
 		return n, nil
 	}
-	be, err := s.entry(id)
+	be, err := entry(id)
 	if err != nil {
 		return n, corrupt(want, e, fmt.Errorf("base %v: %w", id, err))
 	}
@@ -269,9 +278,14 @@ func (s *Store) releaseBases(g *recGraph, texts [][]byte, owned []bool, n *gnode
 // holds at once, a record of size bytes included: the union of the two
 // bases' graphs, each record once, read with no cache.
 func (s *Store) twoBaseFacts(b1, b2 index.Entry, size uint64) (Candidate, error) {
+	return twoBaseFacts(s.entry, b1, b2, size)
+}
+
+// twoBaseFacts is Store.twoBaseFacts with the entries from entry.
+func twoBaseFacts(entry entryFunc, b1, b2 index.Entry, size uint64) (Candidate, error) {
 	self := index.Entry{File: b1.File, Rev: ^index.Rev(0), Kind: index.KindP1P2, Base: b1.ID(), Base2: b2.ID(),
 		Size: size, Flags: index.FlagDelta}
-	g, err := s.walkGraph(self.ID(), self, caches{}, maxChainWalk)
+	g, err := walkGraph(entry, self.ID(), self, caches{}, maxChainWalk)
 	if err != nil {
 		return Candidate{}, err
 	}
