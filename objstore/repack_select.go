@@ -43,7 +43,7 @@ func (rp *repacker) recompute(ctx context.Context, fw *fileWork, e index.Entry) 
 	if err != nil {
 		return index.Entry{}, nil, 0, err
 	}
-	windowOnlyWithParents(cands, t, rp.caps)
+	windowOnlyWithParents(cands, t, rp.caps, e.Kind.IsSnapshot())
 	d := SelectBase(t, plainOf(cands), rp.caps)
 	if d.Choice < 0 {
 		if cands, d, err = rp.widen(ctx, fw, e, text, t, cands); err != nil {
@@ -59,10 +59,15 @@ func (rp *repacker) recompute(ctx context.Context, fw *fileWork, e index.Entry) 
 // than the parents, not to stretch a chain that reached the cap: past the
 // cap, deltas against ever older revisions would grow with every revision
 // between, where an intermediate snapshot starts a short chain again (what
-// a put does; see SelectBase).
-func windowOnlyWithParents(cands []prepared, t Target, caps Caps) {
+// a put does; see SelectBase). The existing record of a revision stored
+// as a snapshot is no parent: its writer found no parent passing, and a
+// window candidate then would stretch a chain at the cap (on S2's store,
+// a snapshot replaced by a delta at the end of another line's 127-delta
+// chain, which every later merge's graph then holds: 4 more intermediate
+// snapshots and +20 KB, 10%, for a repack with --reuse=auto).
+func windowOnlyWithParents(cands []prepared, t Target, caps Caps, snapshot bool) {
 	for _, c := range cands {
-		if c.Role != RoleHint && rule(c.Candidate, t, caps) == "" {
+		if c.Role != RoleHint && !(snapshot && c.Role == RoleCarried) && rule(c.Candidate, t, caps) == "" {
 			return
 		}
 	}

@@ -353,6 +353,9 @@ func TestTwoBaseRepack(t *testing.T) {
 		if n == 0 {
 			t.Errorf("reuse %v: no two-base record left", reuse)
 		}
+		if reuse == ReuseAuto && rep.StoredAfter > rep.StoredBefore+rep.StoredBefore/100 {
+			t.Errorf("reuse auto: %d -> %d bytes stored", rep.StoredBefore, rep.StoredAfter)
+		}
 		s.Close()
 	}
 	if rep := mustRepack(t, dir, RepackOptions{Jobs: 2, SegmentSize: 16 << 10}); !rep.Whole {
