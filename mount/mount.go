@@ -55,6 +55,8 @@ type Config struct {
 	GiveUp <-chan struct{}
 
 	testRecorder func(*Recorder) // tests: sees the Recorder
+	// testRevisions, in tests, wraps what snapshots take revisions from.
+	testRevisions func(*liveRevs) fs.Revisions
 }
 
 // Mounted describes a running mount, for the readiness line.

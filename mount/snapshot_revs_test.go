@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -112,43 +113,63 @@ func TestSnapshotOfTooLargeFile(t *testing.T) {
 	verifyClean(t, store)
 }
 
-// TestSnapshotOfGrowingFile is the reviewer's repro: a writer appends
-// 1 MiB every 5 ms to a new file while a snapshot is taken. The
-// snapshot's size of the file and the revision it names agree (the
-// revision was read to EOF, past the size the entry took: verify said
-// "file of N bytes names a revision of M bytes"), and hold a prefix of
-// what was written.
+// growingRevs is the snapshots' liveRevs with a hook run between the
+// build's stat of a file and the read of its content.
+type growingRevs struct {
+	*liveRevs
+	between func(path string, size int64)
+}
+
+func (g growingRevs) Revision(ctx context.Context, id fs.FileID, path string, size int64) (index.RevID, int64, error) {
+	g.between(path, size)
+	return g.liveRevs.Revision(ctx, id, path, size)
+}
+
+// TestSnapshotOfGrowingFile is the reviewer's repro: a writer appends to
+// a new file, still open, while a snapshot is taken; here it appends
+// 4 MiB through its handle right after the build took the file's size
+// (8 MiB) and before the snapshot reads it, every time. The snapshot's
+// size of the file and the revision it names agree (the revision was
+// read to EOF, past the size the entry took: verify said "file of N
+// bytes names a revision of M bytes"), and hold what was written before
+// the stat. (It appended 1 MiB every 5 ms until the snapshot returned:
+// whether the growth fell between stat and read was luck, and under load
+// the slow snapshot let it write up to 200 MiB, whose recording at the
+// unmount, 20-27 s for 75-100 MiB with three copies running, had to fit
+// the shutdown deadline.)
 func TestSnapshotOfGrowingFile(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "s.dfs")
-	l := start(t, store)
-	p := filepath.Join(l.mnt, "big")
 	chunk := textOf(7, 1<<20)
-	f, err := os.Create(p)
+	var file atomic.Pointer[os.File] // the writer's handle, for the hook too
+	var grown atomic.Int32
+	appendChunks := func(n int) {
+		for range n {
+			if _, err := file.Load().Write(chunk); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}
+	l := startWith(t, Config{Store: store, testRevisions: func(r *liveRevs) fs.Revisions {
+		return growingRevs{r, func(path string, size int64) {
+			if filepath.Base(path) == "big" && grown.CompareAndSwap(0, 4) { // the test waits in mkdir meanwhile
+				appendChunks(4)
+			}
+		}}
+	}})
+	f, err := os.Create(filepath.Join(l.mnt, "big"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop, written := make(chan struct{}), make(chan error, 1)
-	go func() {
-		defer close(written)
-		for i := 0; i < 200; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if _, err := f.Write(chunk); err != nil {
-				written <- err
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	for fi, _ := os.Stat(p); fi == nil || fi.Size() < 8<<20; fi, _ = os.Stat(p) {
-		time.Sleep(time.Millisecond)
-	}
+	file.Store(f)
+	appendChunks(8)
 	mustDo(t, os.Mkdir(filepath.Join(l.mnt, ".snapshots", "mid"), 0o755))
-	close(stop)
-	mustDo(t, <-written)
+	if grown.Load() != 4 {
+		t.Fatal("the snapshot did not read big")
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() != 12<<20 {
+		t.Fatalf("big after the snapshot: %v, %v; want 12 MiB", fi, err)
+	}
 	mustDo(t, f.Close())
 	fi, err := os.Stat(filepath.Join(l.mnt, ".snapshots", "mid", "big"))
 	if err != nil {
@@ -158,11 +179,11 @@ func TestSnapshotOfGrowingFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if int64(len(got)) != fi.Size() || fi.Size() < 8<<20 {
-		t.Fatalf("snapshot: big of %d bytes reads %d", fi.Size(), len(got))
+	if fi.Size() != 8<<20 || int64(len(got)) != fi.Size() {
+		t.Fatalf("snapshot: big of %d bytes reads %d; want the 8 MiB its stat found", fi.Size(), len(got))
 	}
 	for off := 0; off < len(got); off += len(chunk) {
-		if n := min(len(chunk), len(got)-off); string(got[off:off+n]) != string(chunk[:n]) {
+		if string(got[off:off+len(chunk)]) != string(chunk) {
 			t.Fatalf("snapshot: big differs from what was written at %d", off)
 		}
 	}

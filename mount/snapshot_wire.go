@@ -31,6 +31,9 @@ func newSnapshotParts(st *objstore.Store, live string, ls *lockedSink, cfg Confi
 	if ls != nil {
 		p.tree = fs.NewTreeBuilder(live)
 		p.snap.b, p.snap.revs = p.tree, &liveRevs{st: st, ls: ls, live: live}
+		if cfg.testRevisions != nil {
+			p.snap.revs = cfg.testRevisions(p.snap.revs.(*liveRevs))
+		}
 	}
 	return p
 }
