@@ -3,6 +3,7 @@ package objstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/deltafs/deltafs/delta"
@@ -165,6 +166,10 @@ func (s *Store) computeSnapshots(ctx context.Context, snaps []prepared, data []b
 			return fmt.Errorf("snapshot %v: %w", c.Base, err)
 		}
 		base, err := s.rebuild(ctx, c.Base, e, local)
+		if errors.Is(err, ErrCorrupt) {
+			s.skipCorrupt(c, c.Base.File, err)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("snapshot %v: %w", c.Base, err)
 		}
@@ -322,6 +327,10 @@ func (s *Store) computeDelta(ctx context.Context, c *prepared, req *PutRequest, 
 		return nil
 	}
 	base, err := s.fulltext(ctx, c.Base)
+	if errors.Is(err, ErrCorrupt) {
+		s.skipCorrupt(c, req.File, err)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("%v base %v: %w", c.Role, c.Base, err)
 	}
@@ -332,6 +341,18 @@ func (s *Store) computeDelta(ctx context.Context, c *prepared, req *PutRequest, 
 	c.payload, c.flags = s.encodeDelta(base, data, deltaZstdLevel)
 	c.DeltaLen = int64(recOverhead + len(c.payload))
 	return nil
+}
+
+// skipCorrupt leaves out candidate c, whose base text cannot be read
+// because a record of its chain is bad: its delta stays uncomputed
+// (RuleNotComputed), so the put chooses among the other candidates or
+// stores a fulltext. Only the base choice changes: the new revision's
+// content is the caller's, and no record of the bad chain is read for it.
+// Insisting on the base would refuse every later revision of the file
+// (and every snapshot of the tree that records it).
+func (s *Store) skipCorrupt(c *prepared, f index.FileID, err error) {
+	s.log.Warn("put: delta base unreadable, skipped", "file", f, "base", c.Base, "role", c.Role, "err", err)
+	c.payload, c.DeltaLen = nil, -1
 }
 
 // carried accepts the caller's delta if it really turns base into data.
