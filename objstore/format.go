@@ -97,7 +97,7 @@ func parseFormat(dir string, b []byte) (int, error) {
 // writeFormat writes dir/FORMAT for version v atomically.
 func writeFormat(dir string, v int) error {
 	text := fmt.Sprintf("%s\nformat %d\n", formatMagic, v)
-	if err := WriteFileSync(filepath.Join(dir, "FORMAT"), []byte(text), 0o644); err != nil {
+	if err := WriteFileSync(filepath.Join(dir, "FORMAT"), []byte(text), 0o600); err != nil {
 		return fmt.Errorf("objstore: %w", err)
 	}
 	return nil
@@ -163,7 +163,7 @@ func bareErr(err error) error {
 func prepareCreate(dir string) error {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return os.MkdirAll(dir, 0o755)
+		return os.MkdirAll(dir, 0o700) // private: see openLocked
 	}
 	if err != nil {
 		return fmt.Errorf("objstore: %w", err)

@@ -41,7 +41,7 @@ type storeLock struct{ f *os.File }
 
 func acquireLock(dir, holder string) (*storeLock, error) {
 	path := filepath.Join(dir, "LOCK")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("objstore: open lock: %w", err)
 	}

@@ -98,7 +98,7 @@ func linkKept(dir string, kept map[uint32]bool) error {
 		return nil
 	}
 	sdir := filepath.Join(dir, shadowName, segmentsName)
-	if err := os.MkdirAll(sdir, 0o755); err != nil {
+	if err := os.MkdirAll(sdir, 0o700); err != nil {
 		return fmt.Errorf("objstore: repack: %w", err)
 	}
 	for n := range kept {
@@ -141,7 +141,7 @@ func copySegment(src, dst string) error {
 	}
 	defer in.Close()
 	tmp := dst + ".tmp"
-	out, err := os.Create(tmp)
+	out, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func openShadow(dir string, opt RepackOptions, kept map[uint32]bool) (*Store, er
 	if err := removeShadow(sdir); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(sdir, 0o755); err != nil {
+	if err := os.MkdirAll(sdir, 0o700); err != nil {
 		return nil, fmt.Errorf("objstore: repack: %w", err)
 	}
 	s, err := openLocked(sdir, cfg, nil, true)
@@ -78,7 +78,7 @@ func openShadow(dir string, opt RepackOptions, kept map[uint32]bool) (*Store, er
 		return nil, err
 	}
 	// OPTIONS last: its presence says the shadow is usable.
-	if err := WriteFileSync(filepath.Join(sdir, optionsName), []byte(want), 0o644); err != nil {
+	if err := WriteFileSync(filepath.Join(sdir, optionsName), []byte(want), 0o600); err != nil {
 		s.closeKeepLock()
 		return nil, fmt.Errorf("objstore: repack: %w", err)
 	}
@@ -112,7 +112,7 @@ func shadowOptions(o RepackOptions) string {
 
 // writeSwitch marks the shadow complete: from here the switch rolls forward.
 func writeSwitch(dir string) error {
-	if err := WriteFileSync(filepath.Join(dir, shadowName, switchName), []byte("switch\n"), 0o644); err != nil {
+	if err := WriteFileSync(filepath.Join(dir, shadowName, switchName), []byte("switch\n"), 0o600); err != nil {
 		return fmt.Errorf("objstore: repack: %w", err)
 	}
 	return nil

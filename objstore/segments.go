@@ -82,7 +82,7 @@ func (s *segments) file(n uint32, create bool) (*os.File, error) {
 	if create {
 		flag |= os.O_CREATE
 	}
-	f, err := os.OpenFile(filepath.Join(s.dir, segName(n)), flag, 0o644)
+	f, err := os.OpenFile(filepath.Join(s.dir, segName(n)), flag, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("objstore: segment %d: %w", n, err)
 	}

@@ -118,8 +118,16 @@ func openLocked(dir string, cfg Config, lock *storeLock, created bool) (*Store, 
 		pendingHash: map[uint64][]index.RevID{},
 	}
 	segDir := filepath.Join(dir, "segments")
-	if err := os.MkdirAll(segDir, 0o755); err != nil {
+	// Private: the segments hold every revision's bytes, whatever the live
+	// files' modes say. A store written before they were created 0700 is
+	// tightened by its first writable open.
+	if err := os.MkdirAll(segDir, 0o700); err != nil {
 		return nil, fmt.Errorf("objstore: %w", err)
+	}
+	if !cfg.ReadOnly || created {
+		if err := os.Chmod(segDir, 0o700); err != nil {
+			return nil, fmt.Errorf("objstore: %w", err)
+		}
 	}
 	idx, err := index.Open(filepath.Join(dir, "index"), index.Options{Logger: cfg.Logger, ReadOnly: cfg.ReadOnly && !created})
 	if err != nil {
