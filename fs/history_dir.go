@@ -113,9 +113,15 @@ func newHistoryDir(fsys *FS) *histDir {
 }
 
 // histAttr fills a with the attributes of a .history directory standing
-// for the live node st: read-only, searchable where readable.
+// for the live node st: read-only, searchable where readable. A file's
+// directory of revisions is its owner's only (dr-x------): the store keeps
+// no mode per revision, and the live file's current mode says nothing of
+// who could read an old one (written 0600, later made 0644).
 func histAttr(st *syscall.Stat_t, ino uint64, a *fuse.Attr) {
 	perm := st.Mode & 0o444
+	if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
+		perm = 0o400
+	}
 	a.Mode = syscall.S_IFDIR | perm | perm>>2
 	a.Ino = ino
 	a.Nlink = 2

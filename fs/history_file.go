@@ -276,7 +276,7 @@ func (n *histRev) ino() uint64 { return histIno(histKindRev, revKey(n.r.ID)) }
 
 func (n *histRev) fill(a *fuse.Attr) {
 	a.Ino = n.ino()
-	a.Mode = syscall.S_IFREG | 0o444
+	a.Mode = syscall.S_IFREG | 0o400 // the owner's only: see histAttr
 	a.Nlink = 1
 	a.Uid, a.Gid = n.uid, n.gid
 	a.Size = n.r.Size

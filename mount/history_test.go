@@ -49,7 +49,7 @@ func history(t *testing.T, mnt, rel string) (names, contents []string) {
 			t.Fatalf("read %s: %v", p, err)
 		}
 		fi, err := os.Stat(p)
-		if err != nil || fi.Size() != int64(len(b)) || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o444 {
+		if err != nil || fi.Size() != int64(len(b)) || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o400 {
 			t.Fatalf("stat %s: %v (%d bytes read), %v", p, fi, len(b), err)
 		}
 		names = append(names, e.Name())
