@@ -205,7 +205,12 @@ func (m *running) mount(mnt string, cfg Config) error {
 	opts.Debug = cfg.Debug
 	opts.AllowOther = cfg.AllowOther
 	if cfg.AllowOther {
+		// The kernel checks permissions, POSIX ACLs included: without
+		// EnableAcl it checks the mode bits only, and an ACL stored on a
+		// live file (passed through by its xattrs, answered from what a
+		// snapshot stored) would neither deny nor grant.
 		opts.Options = append(opts.Options, "default_permissions")
+		opts.EnableAcl = true
 	}
 	if cfg.ReadOnly {
 		opts.Options = append(opts.Options, "ro")
