@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -17,28 +16,7 @@ import (
 // The setuid and setgid bits a write or truncation drops (killpriv.go)
 // are compared with a plain directory, where the kernel drops them.
 
-const nobody = 65534
-
-// asNobody runs op on a thread whose effective uid and gid are nobody's
-// (no effective capabilities, so no CAP_FSETID); only that thread changes
-// credentials (raw setresuid), and it ends with the goroutine.
-func asNobody(t *testing.T, op func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with us
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, ^uintptr(0), nobody, ^uintptr(0)); e != 0 {
-			done <- e
-			return
-		}
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, ^uintptr(0), nobody, ^uintptr(0)); e != 0 {
-			done <- e
-			return
-		}
-		done <- op()
-	}()
-	return <-done
-}
+const nobody = testutil.Nobody
 
 func writeAt0(p string) error {
 	fd, err := syscall.Open(p, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
@@ -164,7 +142,7 @@ func TestWritesDropSetuidAsOnAPlainDirectory(t *testing.T) {
 				op := func() error { return c.op(p) }
 				var err error
 				if c.nobody {
-					err = asNobody(t, op)
+					err = testutil.AsNobody(op)
 				} else {
 					err = op()
 				}
@@ -186,7 +164,7 @@ func TestCreatedSetuidFileDropsItOnWrite(t *testing.T) {
 	var created [2]uint32
 	for i, dir := range []string{plain, mnt} {
 		p := filepath.Join(dir, "new")
-		if err := asNobody(t, func() error { return createAndWrite(p, &created[i]) }); err != nil {
+		if err := testutil.AsNobody(func() error { return createAndWrite(p, &created[i]) }); err != nil {
 			t.Fatalf("create in %s: %v", dir, err)
 		}
 		modes = append(modes, modeOf(t, p))
@@ -251,7 +229,7 @@ func TestChmodAfterWritesIsSeen(t *testing.T) {
 		if err := syscall.Chmod(p, 0o4777); err != nil {
 			t.Fatal(err)
 		}
-		if err := asNobody(t, func() error { return writeAt0(p) }); err != nil {
+		if err := testutil.AsNobody(func() error { return writeAt0(p) }); err != nil {
 			t.Fatal(err)
 		}
 		modes = append(modes, modeOf(t, p))
@@ -288,7 +266,7 @@ func TestCreatedFileBelongsToCaller(t *testing.T) {
 			if who == "root" {
 				err = create()
 			} else {
-				err = asNobody(t, create)
+				err = testutil.AsNobody(create)
 			}
 			if err != nil {
 				t.Fatalf("create as %s in %s: %v", who, dir, err)

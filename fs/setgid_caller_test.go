@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/deltafs/deltafs/internal/testutil"
 )
 
 // TestCallerFileTakesSetgidGroup: a file another user creates through
@@ -26,7 +28,7 @@ func TestCallerFileTakesSetgidGroup(t *testing.T) {
 	}
 	gidOf := func(root, dir string) (uint32, error) {
 		p := filepath.Join(root, dir, "f")
-		if err := asNobody(t, func() error {
+		if err := testutil.AsNobody(func() error {
 			fd, err := syscall.Open(p, syscall.O_CREAT|syscall.O_EXCL|syscall.O_WRONLY|syscall.O_CLOEXEC, 0o644)
 			if err != nil {
 				return err

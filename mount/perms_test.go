@@ -4,36 +4,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"testing"
 
 	"github.com/deltafs/deltafs/internal/testutil"
 )
 
-const nobody = 65534
-
-// asNobody runs op on a thread whose file system identity is nobody's
-// (setresuid on that thread only; the thread exits with the goroutine).
-func asNobody(op func() error) error {
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with us
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, ^uintptr(0), nobody, ^uintptr(0)); e != 0 {
-			done <- e
-			return
-		}
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, ^uintptr(0), nobody, ^uintptr(0)); e != 0 {
-			done <- e
-			return
-		}
-		done <- op()
-	}()
-	return <-done
-}
-
 func readAs(p string) error {
-	return asNobody(func() error { _, err := os.ReadFile(p); return err })
+	return testutil.AsNobody(func() error { _, err := os.ReadFile(p); return err })
 }
 
 // allowOtherMount mounts a new store with --allow-other, reachable by
@@ -101,7 +79,7 @@ func TestHistoryKeepsOldRevisionsPrivate(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(hd, ents[0].Name())); err != nil || string(b) != "secret\n" {
 		t.Errorf("owner reads revision 0: %q %v", b, err)
 	}
-	if err := asNobody(func() error { _, err := os.ReadDir(hd); return err }); !errors.Is(err, syscall.EACCES) {
+	if err := testutil.AsNobody(func() error { _, err := os.ReadDir(hd); return err }); !errors.Is(err, syscall.EACCES) {
 		t.Errorf("nobody lists .history/f: %v, want EACCES", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -19,22 +18,22 @@ import (
 // error of this one.)
 
 // MountSource returns the store of the deltafs mount on dir (its source
-// in /proc/self/mountinfo) and whether it is mounted read-only; store is
-// "" if dir is no deltafs mount point. It does not touch dir, which may
-// be a dead mount.
-func MountSource(dir string) (store string, readOnly bool) {
+// in /proc/self/mountinfo), or "" if dir is no deltafs mount point. It
+// does not touch dir, which may be a dead mount.
+func MountSource(dir string) string {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return "", false
+		return ""
 	}
+	store := ""
 	for _, line := range strings.Split(string(b), "\n") {
 		pre, post, ok := strings.Cut(line, " - ")
 		f, g := strings.Fields(pre), strings.Fields(post)
-		if ok && len(f) > 5 && len(g) > 1 && g[0] == fsType && unescapeMountinfo(f[4]) == dir {
-			store, readOnly = unescapeMountinfo(g[1]), slices.Contains(strings.Split(f[5], ","), "ro")
+		if ok && len(f) > 4 && len(g) > 1 && g[0] == fsType && unescapeMountinfo(f[4]) == dir {
+			store = unescapeMountinfo(g[1])
 		}
 	}
-	return store, readOnly
+	return store
 }
 
 // DetachDead lazily unmounts the deltafs mount on dir if its server is

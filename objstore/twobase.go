@@ -14,7 +14,8 @@ import (
 // from p1 anywhere in the file, which delta.Encode, searching near where
 // p2 lines up, does not find), so its cost follows the file, as the
 // zstd-dictionary codec's does; it gets the same bound (zstdTryMaxBase).
-// A graph read of such a revision holds about four texts (graph.go).
+// What a graph read of such a revision holds at once is capped
+// (Caps.MaxHeldRatio, graph.go).
 const twoBaseMaxText = zstdTryMaxBase
 
 // twoBase returns the two-base candidate of a merge (see graph.go): a

@@ -53,7 +53,7 @@ func runUmount(out io.Writer, mnt string, wait time.Duration) error {
 	if !mount.IsDeltafsMount(abs) {
 		return fmt.Errorf("%s: %w: not a deltafs mount", abs, mount.ErrMountPoint)
 	}
-	store, _ := mount.MountSource(abs)
+	store := mount.MountSource(abs)
 	if dead, err := mount.DetachDead(abs, store); err != nil {
 		return err
 	} else if dead {
