@@ -33,9 +33,13 @@ func TestUmountWaitsForRecording(t *testing.T) {
 // TestUmountPastShutdownDeadline: a mount process whose shutdown
 // deadline passes before it has recorded what was pending fails (umount
 // itself returns once the store is free); the next mount records it.
+// The file is new, so its recording waits out a grace (200 ms) that the
+// umount arrives within; then 60 MB of random bytes cannot be stored in
+// the 1 ms deadline (with 50 ms, a quiet machine's direct writes
+// sometimes made it, and the mount exited 0).
 func TestUmountPastShutdownDeadline(t *testing.T) {
 	store, mnt := newMountDirs(t)
-	p := startMount(t, store, mnt, "--shutdown-timeout", "50ms")
+	p := startMount(t, store, mnt, "--shutdown-timeout", "1ms")
 	data := testutil.Bytes(5, 60_000_000)
 	writeFile(t, mnt, "p.bin", data)
 	if r := runBinary(t, nil, "umount", mnt); r.code != 0 {
