@@ -37,13 +37,13 @@ var (
 
 // Request is one control call: one JSON object per line.
 type Request struct {
-	Op   string `json:"op"` // "create", "list", "delete", "rename", "stats", "usage", "log", "cat", "restore", "verify"
-	Name string `json:"name,omitempty"`
-	To   string `json:"to,omitempty"`
+	Op   string     `json:"op"` // "create", "list", "delete", "rename", "stats", "usage", "log", "cat", "restore", "verify"
+	Name ByteString `json:"name,omitempty"`
+	To   ByteString `json:"to,omitempty"`
 	// Path names a file for log, cat and restore: relative to the tree
 	// root (the mount point), slash-separated.
-	Path string  `json:"path,omitempty"`
-	Spec RevSpec `json:"spec,omitempty"` // cat's revision; restore's Rev
+	Path ByteString `json:"path,omitempty"`
+	Spec RevSpec    `json:"spec,omitempty"` // cat's revision; restore's Rev
 	// Rows asks for log's revisions as binary rows after the answer
 	// (history_rows.go) rather than in it.
 	Rows bool `json:"rows,omitempty"`
@@ -51,8 +51,8 @@ type Request struct {
 
 // Response answers a Request.
 type Response struct {
-	Error     string         `json:"error,omitempty"`
-	Code      string         `json:"code,omitempty"` // see codes
+	Error     ByteString     `json:"error,omitempty"` // a message naming a file or snapshot: bytes
+	Code      string         `json:"code,omitempty"`  // see codes
 	Snapshot  *SnapshotInfo  `json:"snapshot,omitempty"`
 	Snapshots []SnapshotInfo `json:"snapshots,omitempty"`
 	Stats     *Stats         `json:"stats,omitempty"`
@@ -67,13 +67,13 @@ type Response struct {
 
 // SnapshotInfo describes one snapshot to the CLI.
 type SnapshotInfo struct {
-	ID   uint64    `json:"id"`
-	Name string    `json:"name"`
-	Time time.Time `json:"time"`
+	ID   uint64     `json:"id"`
+	Name ByteString `json:"name"`
+	Time time.Time  `json:"time"`
 }
 
 func infoOf(s index.Snapshot) SnapshotInfo {
-	return SnapshotInfo{ID: uint64(s.ID), Name: s.Name, Time: time.Unix(0, s.Time).UTC()}
+	return SnapshotInfo{ID: uint64(s.ID), Name: ByteString(s.Name), Time: time.Unix(0, s.Time).UTC()}
 }
 
 // codes carry sentinel errors across the socket; the first that matches
@@ -226,7 +226,7 @@ func (s *controlServer) handle(conn *net.UnixConn) {
 	uid, err := peerUID(conn)
 	if err != nil || !allowed(uid, s.owner) {
 		s.log.Warn("control socket: refused a caller", "uid", uid, "err", err)
-		_ = enc.Encode(Response{Error: ErrDenied.Error(), Code: "denied"})
+		_ = enc.Encode(Response{Error: ByteString(ErrDenied.Error()), Code: "denied"})
 		return
 	}
 	sc := bufio.NewScanner(conn)
@@ -234,7 +234,7 @@ func (s *controlServer) handle(conn *net.UnixConn) {
 	for sc.Scan() {
 		var req Request
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
-			_ = enc.Encode(Response{Error: "bad request: " + err.Error()})
+			_ = enc.Encode(Response{Error: ByteString("bad request: " + err.Error())})
 			return
 		}
 		if v, ok := s.c.(verifier); ok && req.Op == "verify" {
@@ -274,7 +274,7 @@ func (s *controlServer) do(req Request, buf []byte) (Response, []byte) {
 	switch req.Op {
 	case "create":
 		var snap index.Snapshot
-		if snap, err = s.c.CreateSnapshot(ctx, req.Name); err == nil {
+		if snap, err = s.c.CreateSnapshot(ctx, string(req.Name)); err == nil {
 			info := infoOf(snap)
 			resp.Snapshot = &info
 		}
@@ -286,9 +286,9 @@ func (s *controlServer) do(req Request, buf []byte) (Response, []byte) {
 			resp.Snapshots[i] = infoOf(sn)
 		}
 	case "delete":
-		err = s.c.DeleteSnapshot(ctx, req.Name)
+		err = s.c.DeleteSnapshot(ctx, string(req.Name))
 	case "rename":
-		err = s.c.RenameSnapshot(ctx, req.Name, req.To)
+		err = s.c.RenameSnapshot(ctx, string(req.Name), string(req.To))
 	case "usage":
 		resp.Usages, err = s.c.SnapshotUsages(ctx)
 	case "stats":
@@ -305,7 +305,7 @@ func (s *controlServer) do(req Request, buf []byte) (Response, []byte) {
 		err = fmt.Errorf("unknown operation %q", req.Op)
 	}
 	if err != nil {
-		return Response{Error: err.Error(), Code: codeOf(err)}, nil
+		return Response{Error: ByteString(err.Error()), Code: codeOf(err)}, nil
 	}
 	return resp, nil
 }
@@ -316,22 +316,22 @@ func (s *controlServer) history(ctx context.Context, req Request, buf []byte) (R
 	switch req.Op {
 	case "log":
 		if lr, ok := s.c.(rowLogger); ok && req.Rows {
-			l, data, err := lr.logRows(ctx, req.Path, buf)
+			l, data, err := lr.logRows(ctx, string(req.Path), buf)
 			resp.Log, resp.DataBytes = &l, int64(len(data))
 			return resp, data, err
 		}
-		l, err := s.c.Log(ctx, req.Path)
+		l, err := s.c.Log(ctx, string(req.Path))
 		resp.Log = &l
 		return resp, nil, err
 	case "cat":
-		r, data, err := s.c.Cat(ctx, req.Path, req.Spec)
+		r, data, err := s.c.Cat(ctx, string(req.Path), req.Spec)
 		resp.Revision, resp.DataBytes = &r, int64(len(data))
 		return resp, data, err
 	}
 	if req.Spec.Rev == nil {
 		return resp, nil, errors.New("restore: no revision given")
 	}
-	r, err := s.c.Restore(ctx, req.Path, *req.Spec.Rev)
+	r, err := s.c.Restore(ctx, string(req.Path), *req.Spec.Rev)
 	resp.Revision = &r
 	return resp, nil, err
 }
@@ -366,9 +366,9 @@ func callData(ctx context.Context, dir string, req Request) (Response, []byte, e
 	}
 	if resp.Error != "" {
 		if e, ok := errOfCode(resp.Code); ok {
-			return resp, nil, &kindError{msg: resp.Error, kind: e}
+			return resp, nil, &kindError{msg: string(resp.Error), kind: e}
 		}
-		return resp, nil, errors.New(resp.Error)
+		return resp, nil, errors.New(string(resp.Error))
 	}
 	if resp.DataBytes <= 0 {
 		return resp, nil, nil

@@ -96,11 +96,11 @@ func (r remote) call(ctx context.Context, req Request) (Response, error) {
 }
 
 func snapOf(i SnapshotInfo) index.Snapshot {
-	return index.Snapshot{ID: index.SnapshotID(i.ID), Name: i.Name, Time: i.Time.UnixNano()}
+	return index.Snapshot{ID: index.SnapshotID(i.ID), Name: string(i.Name), Time: i.Time.UnixNano()}
 }
 
 func (r remote) CreateSnapshot(ctx context.Context, name string) (index.Snapshot, error) {
-	resp, err := r.call(ctx, Request{Op: "create", Name: name})
+	resp, err := r.call(ctx, Request{Op: "create", Name: ByteString(name)})
 	if err != nil {
 		return index.Snapshot{}, err
 	}
@@ -120,12 +120,12 @@ func (r remote) ListSnapshots(ctx context.Context) ([]index.Snapshot, error) {
 }
 
 func (r remote) DeleteSnapshot(ctx context.Context, name string) error {
-	_, err := r.call(ctx, Request{Op: "delete", Name: name})
+	_, err := r.call(ctx, Request{Op: "delete", Name: ByteString(name)})
 	return err
 }
 
 func (r remote) RenameSnapshot(ctx context.Context, from, to string) error {
-	_, err := r.call(ctx, Request{Op: "rename", Name: from, To: to})
+	_, err := r.call(ctx, Request{Op: "rename", Name: ByteString(from), To: ByteString(to)})
 	return err
 }
 
@@ -141,7 +141,7 @@ func (r remote) Stats(ctx context.Context) (Stats, error) {
 }
 
 func (r remote) Log(ctx context.Context, path string) (FileLog, error) {
-	resp, data, err := callData(ctx, r.dir, Request{Op: "log", Path: path, Rows: true})
+	resp, data, err := callData(ctx, r.dir, Request{Op: "log", Path: ByteString(path), Rows: true})
 	if err != nil {
 		return FileLog{}, err
 	}
@@ -157,7 +157,7 @@ func (r remote) Log(ctx context.Context, path string) (FileLog, error) {
 }
 
 func (r remote) Cat(ctx context.Context, path string, spec RevSpec) (RevInfo, []byte, error) {
-	resp, data, err := callData(ctx, r.dir, Request{Op: "cat", Path: path, Spec: spec})
+	resp, data, err := callData(ctx, r.dir, Request{Op: "cat", Path: ByteString(path), Spec: spec})
 	if err != nil {
 		return RevInfo{}, nil, err
 	}
@@ -168,7 +168,7 @@ func (r remote) Cat(ctx context.Context, path string, spec RevSpec) (RevInfo, []
 }
 
 func (r remote) Restore(ctx context.Context, path string, rev uint32) (RevInfo, error) {
-	resp, err := r.call(ctx, Request{Op: "restore", Path: path, Spec: RevSpec{Rev: &rev}})
+	resp, err := r.call(ctx, Request{Op: "restore", Path: ByteString(path), Spec: RevSpec{Rev: &rev}})
 	if err != nil {
 		return RevInfo{}, err
 	}

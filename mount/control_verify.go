@@ -93,7 +93,7 @@ func (s *controlServer) streamVerify(enc *json.Encoder, v verifier) bool {
 	rep, err := v.Verify(ctx, func(i ProblemInfo) { send(VerifyMessage{Problem: &i}) }, progress)
 	if err != nil {
 		if sendErr == nil {
-			sendErr = enc.Encode(Response{Error: "verify: " + err.Error()})
+			sendErr = enc.Encode(Response{Error: ByteString("verify: " + err.Error())})
 		}
 		return sendErr == nil
 	}
@@ -131,7 +131,7 @@ func VerifyMounted(ctx context.Context, dir string, fn func(VerifyMessage)) (Ver
 			if e, ok := errOfCode(resp.Code); ok {
 				return VerifyReport{}, fmt.Errorf("%s (%w)", resp.Error, e)
 			}
-			return VerifyReport{}, errors.New(resp.Error)
+			return VerifyReport{}, errors.New(string(resp.Error))
 		case resp.Verify == nil:
 			return VerifyReport{}, errEmpty
 		case resp.Verify.Report != nil:

@@ -78,3 +78,26 @@ func FuzzReadRows(f *testing.F) {
 		}
 	})
 }
+
+// Names cross the control socket as ByteStrings: any bytes decode
+// without a panic, to a value or an error, and whatever decodes
+// re-encodes to a value that decodes to the same bytes.
+func FuzzByteString(f *testing.F) {
+	for _, s := range []string{`"notes.txt"`, `{"bytes":"ZP8vZoD/"}`, `null`, `{"bytes":null}`, `"\ud800"`, `12`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var s ByteString
+		if err := json.Unmarshal(b, &s); err != nil {
+			return
+		}
+		enc, err := json.Marshal(s)
+		if err != nil {
+			t.Fatalf("%q does not encode: %v", s, err)
+		}
+		var again ByteString
+		if err := json.Unmarshal(enc, &again); err != nil || again != s {
+			t.Fatalf("%q encoded as %s decodes to %q, %v", s, enc, again, err)
+		}
+	})
+}

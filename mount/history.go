@@ -127,7 +127,7 @@ func (h *historian) eachLogRev(ctx context.Context, rel string, count func(uint6
 	if err != nil {
 		return FileLog{}, wrapCorrupt(err)
 	}
-	return FileLog{Path: lf.Rel, File: uint64(fid)}, nil
+	return FileLog{Path: ByteString(lf.Rel), File: uint64(fid)}, nil
 }
 
 // snapshots returns every snapshot in creation order, read-only: the
@@ -166,9 +166,9 @@ func (h *historian) Cat(ctx context.Context, rel string, spec RevSpec) (RevInfo,
 func (h *historian) pick(ctx context.Context, rel string, fid index.FileID, spec RevSpec) (index.RevID, error) {
 	switch {
 	case spec.Snapshot != "":
-		id, err := h.st.SnapshotRevision(ctx, fid, spec.Snapshot)
+		id, err := h.st.SnapshotRevision(ctx, fid, string(spec.Snapshot))
 		if errors.Is(err, index.ErrNotFound) {
-			if _, serr := h.st.Snapshot(spec.Snapshot); serr != nil {
+			if _, serr := h.st.Snapshot(string(spec.Snapshot)); serr != nil {
 				return id, notFoundf("no snapshot %q", spec.Snapshot)
 			}
 			return id, notFoundf("%s is not in snapshot %q", rel, spec.Snapshot)

@@ -65,14 +65,14 @@ func infoOfRev(r objstore.Revision) RevInfo {
 
 // FileLog is the history of one live file, oldest revision first.
 type FileLog struct {
-	Path      string    `json:"path"` // relative to the tree root
-	File      uint64    `json:"file"` // the store's FileID
-	Revisions []RevInfo `json:"revisions"`
+	Path      ByteString `json:"path"` // relative to the tree root
+	File      uint64     `json:"file"` // the store's FileID
+	Revisions []RevInfo  `json:"revisions"`
 }
 
 // RevSpec picks a revision: by number, by the snapshot holding it, or
 // (neither set) the newest.
 type RevSpec struct {
-	Rev      *uint32 `json:"rev,omitempty"`
-	Snapshot string  `json:"snapshot,omitempty"`
+	Rev      *uint32    `json:"rev,omitempty"`
+	Snapshot ByteString `json:"snapshot,omitempty"`
 }

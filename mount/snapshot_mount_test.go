@@ -145,7 +145,7 @@ func TestMountedSnapshotControl(t *testing.T) {
 	if _, err := Call(ctx, store, Request{Op: "create", Name: "cli-0"}); !errors.Is(err, index.ErrExists) {
 		t.Fatalf("duplicate over the socket: %v", err)
 	}
-	if _, err := Call(ctx, store, Request{Op: "create", Name: AutoName(time.Now())}); !errors.Is(err, index.ErrBadName) {
+	if _, err := Call(ctx, store, Request{Op: "create", Name: ByteString(AutoName(time.Now()))}); !errors.Is(err, index.ErrBadName) {
 		t.Fatalf("an automatic snapshot's name over the socket: %v", err)
 	}
 	l.stop(t)

@@ -7,9 +7,9 @@ import (
 
 // catJSON is what "deltafs cat --json" prints.
 type catJSON struct {
-	Path     string        `json:"path"`
-	Revision mount.RevInfo `json:"revision"`
-	Data     []byte        `json:"data"` // base64
+	Path     mount.ByteString `json:"path"`
+	Revision mount.RevInfo    `json:"revision"`
+	Data     []byte           `json:"data"` // base64
 }
 
 // newCatCmd builds "deltafs cat".
@@ -36,7 +36,7 @@ holds, or the newest. PATH is as for "deltafs log".`,
 					return err
 				}
 				if t.asJSON {
-					return printJSON(cmd.OutOrStdout(), catJSON{Path: rel, Revision: r, Data: data})
+					return printJSON(cmd.OutOrStdout(), catJSON{Path: mount.ByteString(rel), Revision: r, Data: data})
 				}
 				return writeOutput(cmd.OutOrStdout(), "", data)
 			})
@@ -62,5 +62,5 @@ func revSpec(cmd *cobra.Command, rev int64, snap string) (mount.RevSpec, error) 
 		r := uint32(rev)
 		return mount.RevSpec{Rev: &r}, nil
 	}
-	return mount.RevSpec{Snapshot: snap}, nil
+	return mount.RevSpec{Snapshot: mount.ByteString(snap)}, nil
 }

@@ -9,9 +9,9 @@ import (
 
 // restoreJSON is what "deltafs restore --json" prints.
 type restoreJSON struct {
-	Path     string        `json:"path"`
-	From     uint32        `json:"from"`     // the revision brought back
-	Revision mount.RevInfo `json:"revision"` // the new revision
+	Path     mount.ByteString `json:"path"`
+	From     uint32           `json:"from"`     // the revision brought back
+	Revision mount.RevInfo    `json:"revision"` // the new revision
 }
 
 // newRestoreCmd builds "deltafs restore".
@@ -41,7 +41,7 @@ writes it, like any writer; PATH is as for "deltafs log".`,
 					return err
 				}
 				if t.asJSON {
-					return printJSON(cmd.OutOrStdout(), restoreJSON{Path: rel, From: *spec.Rev, Revision: r})
+					return printJSON(cmd.OutOrStdout(), restoreJSON{Path: mount.ByteString(rel), From: *spec.Rev, Revision: r})
 				}
 				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: revision %d restored as revision %d\n", rel, *spec.Rev, r.Rev)
 				return err

@@ -118,7 +118,7 @@ func printSnapshots(w io.Writer, list []index.Snapshot, usage []objstore.Snapsho
 		out := make([]snapshotRow, len(list))
 		for i, s := range list {
 			u := byID[s.ID]
-			out[i] = snapshotRow{SnapshotInfo: mount.SnapshotInfo{ID: uint64(s.ID), Name: s.Name, Time: time.Unix(0, s.Time).UTC()},
+			out[i] = snapshotRow{SnapshotInfo: mount.SnapshotInfo{ID: uint64(s.ID), Name: mount.ByteString(s.Name), Time: time.Unix(0, s.Time).UTC()},
 				ExclusiveBytes: u.ExclusiveBytes, ExclusiveRevisions: u.ExclusiveRevs}
 		}
 		enc := json.NewEncoder(w)
@@ -247,7 +247,7 @@ func runPrune(cmd *cobra.Command, c mount.Controller, fl pruneFlags) error {
 	removed := 0
 	for _, d := range plan {
 		s := d.Snapshot
-		rows = append(rows, pruneRow{SnapshotInfo: mount.SnapshotInfo{ID: uint64(s.ID), Name: s.Name, Time: time.Unix(0, s.Time).UTC()},
+		rows = append(rows, pruneRow{SnapshotInfo: mount.SnapshotInfo{ID: uint64(s.ID), Name: mount.ByteString(s.Name), Time: time.Unix(0, s.Time).UTC()},
 			Keep: d.Keep, Reasons: append([]string{}, d.Reasons...)})
 		if d.Keep {
 			if !fl.json {
