@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // FormatVersion is the on-disk format this package writes; it reads every
@@ -69,13 +70,20 @@ var (
 // readFormat parses dir/FORMAT: "deltafs-store\nformat N\n".
 func readFormat(dir string) (int, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "FORMAT"))
-	if errors.Is(err, os.ErrNotExist) {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return 0, fmt.Errorf("objstore: %s: %w (no FORMAT file)", dir, ErrNotStore)
-	}
-	if err != nil {
+	case errors.Is(err, syscall.ENOTDIR):
+		return 0, notDir(dir)
+	case err != nil:
 		return 0, fmt.Errorf("objstore: %w", err)
 	}
 	return parseFormat(dir, b)
+}
+
+// notDir is the error of a store path that is a file, not a directory.
+func notDir(dir string) error {
+	return fmt.Errorf("objstore: %s: %w (a file, not a directory)", dir, ErrNotStore)
 }
 
 // parseFormat parses the contents of a FORMAT file.
@@ -164,6 +172,9 @@ func prepareCreate(dir string) error {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return os.MkdirAll(dir, 0o700) // private: see openLocked
+	}
+	if errors.Is(err, syscall.ENOTDIR) {
+		return notDir(dir)
 	}
 	if err != nil {
 		return fmt.Errorf("objstore: %w", err)
