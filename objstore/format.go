@@ -65,6 +65,9 @@ var (
 	ErrNotStore = errors.New("not a deltafs store")
 	// ErrFormat: the store's format version is unknown or newer than this build.
 	ErrFormat = errors.New("unsupported store format")
+	// ErrNoIndex: the directory has a FORMAT file but no index/: a store
+	// damaged or copied in part. Open creates nothing in it.
+	ErrNoIndex = errors.New("index missing")
 )
 
 // readFormat parses dir/FORMAT: "deltafs-store\nformat N\n".
@@ -84,6 +87,32 @@ func readFormat(dir string) (int, error) {
 // notDir is the error of a store path that is a file, not a directory.
 func notDir(dir string) error {
 	return fmt.Errorf("objstore: %s: %w (a file, not a directory)", dir, ErrNotStore)
+}
+
+// checkStore checks that dir holds a store this build reads, with its
+// index, before anything locks or creates in it.
+func checkStore(dir string) error {
+	if _, err := readFormat(dir); err != nil {
+		return err
+	}
+	return checkIndexDir(dir)
+}
+
+// checkIndexDir checks that the store in dir (its FORMAT read) has its
+// index directory: badger would create an empty one, and the store would
+// then look like one of another format, or empty.
+func checkIndexDir(dir string) error {
+	idx := filepath.Join(dir, "index")
+	st, err := os.Stat(idx)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("objstore: %s: %w (no index/ directory: the store is damaged or incomplete)", dir, ErrNoIndex)
+	case err != nil:
+		return fmt.Errorf("objstore: %w", err)
+	case !st.IsDir():
+		return fmt.Errorf("objstore: %s: %w (index is not a directory)", dir, ErrNoIndex)
+	}
+	return nil
 }
 
 // parseFormat parses the contents of a FORMAT file.

@@ -58,7 +58,7 @@ type GCReport struct {
 // from then on Open rolls the switch forward.
 func GC(ctx context.Context, dir string, opt GCOptions) (GCReport, error) {
 	start := time.Now()
-	if _, err := readFormat(dir); err != nil {
+	if err := checkStore(dir); err != nil {
 		return GCReport{}, err
 	}
 	lock, err := acquireLock(dir, "gc")

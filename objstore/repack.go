@@ -38,7 +38,7 @@ import (
 func Repack(ctx context.Context, dir string, opt RepackOptions) (RepackReport, error) {
 	start := time.Now()
 	opt = opt.withDefaults()
-	if _, err := readFormat(dir); err != nil {
+	if err := checkStore(dir); err != nil {
 		return RepackReport{}, err
 	}
 	lock, err := acquireLock(dir, "repack")

@@ -68,6 +68,8 @@ func Open(dir string, cfg Config) (*Store, error) {
 			return nil, err
 		}
 		created = true
+	} else if err := checkIndexDir(dir); err != nil {
+		return nil, err
 	}
 	lock, err := acquireLock(dir, cfg.Holder)
 	if err != nil {

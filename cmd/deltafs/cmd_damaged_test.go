@@ -1,7 +1,10 @@
 package main
 
 import (
+	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -21,6 +24,41 @@ func withPaths(c []string, store, mnt string) []string {
 		args[i] = strings.NewReplacer("P", store, "M", mnt).Replace(a)
 	}
 	return args
+}
+
+// treeOf lists every path under dir.
+func treeOf(t *testing.T, dir string) []string {
+	t.Helper()
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		paths = append(paths, p)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
+}
+
+// TestStoreIndexMissing: a store whose index/ is gone is reported as such
+// (exit 5) by every command, and none of them creates anything in it (an
+// empty index made the store look like one of an unsupported format).
+func TestStoreIndexMissing(t *testing.T) {
+	store := newCLIStore(t)
+	if err := os.RemoveAll(filepath.Join(store, "index")); err != nil {
+		t.Fatal(err)
+	}
+	before := treeOf(t, store)
+	for _, c := range storeCommands {
+		args := withPaths(c, store, t.TempDir())
+		t.Run(strings.Join(c, " "), func(t *testing.T) {
+			r := runCLI(t, nil, args...)
+			requireOneErrorLine(t, r, exitNotStore, store+": index missing")
+			if after := treeOf(t, store); !slices.Equal(before, after) {
+				t.Fatalf("the store changed:\nbefore %q\nafter  %q", before, after)
+			}
+		})
+	}
 }
 
 // TestStoreIsAFile: a store path that is a regular file is no store

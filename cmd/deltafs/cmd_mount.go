@@ -170,7 +170,7 @@ func mountErrorCode(err error) int {
 		return exitMountPoint
 	case errors.Is(err, objstore.ErrLocked):
 		return exitStoreLocked
-	case errors.Is(err, objstore.ErrNotStore), errors.Is(err, objstore.ErrFormat), errors.Is(err, mount.ErrNoStore), errors.Is(err, mount.ErrNoXattrs):
+	case errors.Is(err, objstore.ErrNotStore), errors.Is(err, objstore.ErrFormat), errors.Is(err, objstore.ErrNoIndex), errors.Is(err, mount.ErrNoStore), errors.Is(err, mount.ErrNoXattrs):
 		return exitNotStore
 	case errors.Is(err, mount.ErrNoFUSE):
 		return exitNoFUSE

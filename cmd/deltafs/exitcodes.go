@@ -18,7 +18,7 @@ const (
 
 	exitMountPoint  = 3  // mount point missing, not an empty directory, overlapping the store, or not a deltafs mount
 	exitStoreLocked = 4  // the store is in use (mounted) by another process
-	exitNotStore    = 5  // the path holds something that is not a deltafs store (or a newer format), or is on a filesystem that cannot hold one (no user xattrs)
+	exitNotStore    = 5  // the path holds something that is not a deltafs store (or a newer format, or one without its index/), or is on a filesystem that cannot hold one (no user xattrs)
 	exitNoFUSE      = 6  // no /dev/fuse, or no fusermount3 for a user
 	exitPermission  = 7  // permission denied on the store or the mount point
 	exitProblems    = 8  // verify ran and found problems in the store
