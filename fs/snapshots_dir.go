@@ -173,12 +173,12 @@ func (d *SnapshotsDir) Unlink(ctx context.Context, name string) syscall.Errno {
 
 // checkSnapName validates a snapshot name: ENAMETOOLONG past 255 bytes
 // (FUSE leaves NAME_MAX to the filesystem), EINVAL for the rest of what
-// index.CheckName refuses.
+// index.CheckSnapshotName refuses.
 func checkSnapName(name string) syscall.Errno {
 	if len(name) > 255 {
 		return syscall.ENAMETOOLONG
 	}
-	if index.CheckName(name) != nil {
+	if index.CheckSnapshotName(name) != nil {
 		return syscall.EINVAL
 	}
 	return 0

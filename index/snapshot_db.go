@@ -62,7 +62,7 @@ func (db *DB) Tree(h TreeHash) (*Tree, error) {
 // error matching ErrExists. Callers serialise snapshot changes (objstore
 // does); a change that slips in between is retried.
 func (db *DB) CreateSnapshot(s *Snapshot, refs *Refs, trees map[TreeHash][]byte) (SnapshotID, error) {
-	if err := CheckName(s.Name); err != nil {
+	if err := CheckSnapshotName(s.Name); err != nil {
 		return 0, err
 	}
 	rb, err := encodeRefs(refs)
@@ -358,7 +358,7 @@ func (db *DB) deleteSnapshot(name string) error {
 // RenameSnapshot renames snapshot from to to; its id, trees and
 // references stay. A taken name gives an error matching ErrExists.
 func (db *DB) RenameSnapshot(from, to string) error {
-	if err := CheckName(to); err != nil {
+	if err := CheckSnapshotName(to); err != nil {
 		return err
 	}
 	err := db.update(func(txn *badger.Txn) error {

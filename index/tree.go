@@ -90,6 +90,24 @@ func CheckName(name string) error {
 	return nil
 }
 
+// CheckSnapshotName returns an error wrapping ErrBadName unless name
+// can be a new snapshot's: CheckName's rules, and no control character
+// (a byte below 0x20, or 0x7f), which would break the lines and columns
+// of a listing. A directory entry may hold them, and a snapshot an older
+// build named with one still reads: only new names are checked.
+func CheckSnapshotName(name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	if i := strings.IndexFunc(name, isControl); i >= 0 {
+		return fmt.Errorf("%w: %q contains a control character (0x%02x)", ErrBadName, name, name[i])
+	}
+	return nil
+}
+
+// isControl reports whether r is an ASCII control character.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
 // Sort orders t's entries by name.
 func (t *Tree) Sort() {
 	slices.SortFunc(t.Entries, func(a, b TreeEntry) int { return strings.Compare(a.Name, b.Name) })

@@ -76,7 +76,7 @@ func (s *snapshotter) Create(ctx context.Context, name string) (index.Snapshot, 
 
 // create is Create for any valid name, automatic ones included.
 func (s *snapshotter) create(ctx context.Context, name string) (index.Snapshot, error) {
-	if err := index.CheckName(name); err != nil {
+	if err := index.CheckSnapshotName(name); err != nil {
 		return index.Snapshot{}, err
 	}
 	if s.b == nil {

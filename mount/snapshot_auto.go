@@ -49,10 +49,10 @@ func isAuto(name string) bool {
 }
 
 // CheckSnapshotName returns an error wrapping index.ErrBadName unless a
-// user may give a snapshot name: index.CheckName's rules, and not the
+// user may give a snapshot name: index.CheckSnapshotName's rules, and not the
 // name of an automatic snapshot, which is reserved for them.
 func CheckSnapshotName(name string) error {
-	if err := index.CheckName(name); err != nil {
+	if err := index.CheckSnapshotName(name); err != nil {
 		return err
 	}
 	if isAuto(name) {

@@ -103,6 +103,14 @@ func TestMountedSnapshots(t *testing.T) {
 	if err := os.Mkdir(m+"/.snapshots/"+strings.Repeat("x", 256), 0o755); !errors.Is(err, syscall.ENAMETOOLONG) {
 		t.Errorf("256-byte snapshot name: %v", err)
 	}
+	for _, name := range []string{"a\nb", "tab\tx", "\x7f"} {
+		if err := os.Mkdir(m+"/.snapshots/"+name, 0o755); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("mkdir of snapshot %q: %v, want EINVAL", name, err)
+		}
+		if err := os.Rename(s1, m+"/.snapshots/"+name); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("rename to snapshot %q: %v, want EINVAL", name, err)
+		}
+	}
 	mustDo(t, os.Rename(s1, m+"/.snapshots/first"))
 	mustDo(t, os.Remove(s2))
 	ents, err := os.ReadDir(m + "/.snapshots")

@@ -73,7 +73,7 @@ func (s *Store) CreateSnapshot(ctx context.Context, req SnapshotRequest) (Snapsh
 	}
 	s.smu.Lock()
 	defer s.smu.Unlock()
-	if err := index.CheckName(req.Name); err != nil {
+	if err := index.CheckSnapshotName(req.Name); err != nil {
 		return SnapshotResult{}, err
 	}
 	if !req.Root.IsDir() || req.Root.Tree.IsZero() {

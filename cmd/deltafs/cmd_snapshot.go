@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -126,11 +127,21 @@ func printSnapshots(w io.Writer, list []index.Snapshot, usage []objstore.Snapsho
 		return enc.Encode(out)
 	}
 	for _, s := range list {
-		if _, err := fmt.Fprintf(w, "%s\t%s\t%s\n", s.Name, snapTime(s), humanBytes(byID[s.ID].ExclusiveBytes)); err != nil {
+		if _, err := fmt.Fprintf(w, "%s\t%s\t%s\n", listName(s.Name), snapTime(s), humanBytes(byID[s.ID].ExclusiveBytes)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// listName is a snapshot's name as a listing's column shows it: quoted
+// with Go's escapes when it holds a control character (a tab or newline
+// would break the columns), as only an older build let a name do.
+func listName(name string) string {
+	if strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return strconv.Quote(name)
+	}
+	return name
 }
 
 func snapTime(s index.Snapshot) string {
@@ -251,7 +262,7 @@ func runPrune(cmd *cobra.Command, c mount.Controller, fl pruneFlags) error {
 			Keep: d.Keep, Reasons: append([]string{}, d.Reasons...)})
 		if d.Keep {
 			if !fl.json {
-				fmt.Fprintf(w, "keep    %s\t%s\t(%s)\n", s.Name, snapTime(s), strings.Join(d.Reasons, ", "))
+				fmt.Fprintf(w, "keep    %s\t%s\t(%s)\n", listName(s.Name), snapTime(s), strings.Join(d.Reasons, ", "))
 			}
 			continue
 		}
@@ -266,7 +277,7 @@ func runPrune(cmd *cobra.Command, c mount.Controller, fl pruneFlags) error {
 			if fl.dryRun {
 				verb = "would remove"
 			}
-			fmt.Fprintf(w, "%s %s\t%s\n", verb, s.Name, snapTime(s))
+			fmt.Fprintf(w, "%s %s\t%s\n", verb, listName(s.Name), snapTime(s))
 		}
 	}
 	if fl.json {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/index"
 	"github.com/deltafs/deltafs/internal/testutil/storetest"
 )
 
@@ -26,6 +27,11 @@ func TestSnapshotCLIUnmounted(t *testing.T) {
 	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "create", store, "after"), exitFailure, "already exists")
 	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "create", store, ".."), exitUsage, "invalid name")
 	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "create", store, strings.Repeat("x", 256)), exitUsage, "invalid name")
+	// A control character would break the list's lines and columns.
+	for _, name := range []string{"a\nb", "a\tb", "del\x7f", "\x01"} {
+		requireOneErrorLine(t, runCLI(t, nil, "snapshot", "create", store, name), exitUsage, "invalid name")
+		requireOneErrorLine(t, runCLI(t, nil, "snapshot", "rename", store, "after", name), exitUsage, "contains a control character")
+	}
 	// The names of automatic snapshots are theirs (--keep-snapshots
 	// retires by name): a user can neither take one nor rename to one.
 	const autoName = "auto-2026-11-30T16:37:17Z"
@@ -50,6 +56,26 @@ func TestSnapshotCLIUnmounted(t *testing.T) {
 		t.Fatalf("delete: %+v", r)
 	}
 	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "list", t.TempDir()), exitNotStore, "not a deltafs store")
+}
+
+// TestSnapshotListControlNames: a name with control characters, which
+// an older build accepted, is listed quoted, one line per snapshot.
+func TestSnapshotListControlNames(t *testing.T) {
+	list := []index.Snapshot{{ID: 1, Name: "old\nname"}, {ID: 2, Name: "tab\there"}, {ID: 3, Name: "plain \"name\""}}
+	var b strings.Builder
+	if err := printSnapshots(&b, list, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	want := []string{`"old\nname"`, `"tab\there"`, `plain "name"`}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines for %d snapshots: %q", len(lines), len(want), b.String())
+	}
+	for i, l := range lines {
+		if f := strings.Split(l, "\t"); len(f) != 3 || f[0] != want[i] {
+			t.Errorf("line %q: want 3 columns, the first %s", l, want[i])
+		}
+	}
 }
 
 func TestStatsJSON(t *testing.T) {
