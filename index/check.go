@@ -77,7 +77,7 @@ func (db *DB) EachSnapshot(ctx context.Context, fn func(id SnapshotID, s Snapsho
 // checker compares its hash and decodes it itself.
 func (db *DB) TreeBytes(h TreeHash) ([]byte, error) {
 	var b []byte
-	err := db.bdb.View(func(txn *badger.Txn) (err error) {
+	err := db.view(func(txn *badger.Txn) (err error) {
 		b, err = getValue(txn, treeKey(h))
 		return err
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
 // ErrNotFound is matched by errors.Is when a file or revision does not exist.
@@ -59,7 +60,10 @@ func Open(dir string, opt Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	bdb, err := badger.Open(badgerOptions(dir, opt))
+	bdb, err := openBadger(badgerOptions(dir, opt)) // corrupt.go
+	if errors.Is(err, ErrCorrupt) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("index: open %s: %w", dir, err)
 	}
@@ -86,7 +90,8 @@ func badgerOptions(dir string, opt Options) badger.Options {
 		WithValueLogFileSize(valueLogSize).
 		WithNumCompactors(2).
 		WithCompactL0OnClose(!opt.ReadOnly). // see settle.go
-		WithMetricsEnabled(false)
+		WithMetricsEnabled(false).
+		WithChecksumVerificationMode(options.OnBlockRead) // see corrupt.go
 }
 
 // Close closes the database. A writable one is left settled (settle.go):
@@ -112,8 +117,8 @@ const maxRetries = 16
 
 // update runs fn in a read-write transaction and commits it, retrying on
 // badger.ErrConflict. It is the only place that commits.
-func (db *DB) update(fn func(txn *badger.Txn) error) error {
-	var err error
+func (db *DB) update(fn func(txn *badger.Txn) error) (err error) {
+	defer recoverCorrupt(db.dir, &err)
 	db.wrote.Store(true)
 	for range maxRetries {
 		err = db.bdb.Update(fn)
@@ -137,7 +142,7 @@ func getValue(txn *badger.Txn, key []byte) ([]byte, error) {
 
 // Format returns the recorded format version; ok is false for a new index.
 func (db *DB) Format() (v uint64, ok bool, err error) {
-	err = db.bdb.View(func(txn *badger.Txn) error {
+	err = db.view(func(txn *badger.Txn) error {
 		b, err := getValue(txn, keyFormat)
 		if errors.Is(err, ErrNotFound) {
 			return nil
@@ -225,7 +230,7 @@ func (db *DB) NewFiles(names []string) ([]FileID, error) {
 
 // loadNextFile reads the stored counter, with alloc held.
 func (db *DB) loadNextFile() error {
-	return db.bdb.View(func(txn *badger.Txn) error {
+	return db.view(func(txn *badger.Txn) error {
 		db.nextFile = 1
 		b, err := getValue(txn, keyNextFile)
 		switch {
@@ -243,7 +248,7 @@ func (db *DB) loadNextFile() error {
 // File returns the record of file f.
 func (db *DB) File(f FileID) (FileMeta, error) {
 	var m FileMeta
-	err := db.bdb.View(func(txn *badger.Txn) error {
+	err := db.view(func(txn *badger.Txn) error {
 		b, err := getValue(txn, fileKey(f))
 		if err != nil {
 			return err
@@ -259,7 +264,7 @@ func (db *DB) File(f FileID) (FileMeta, error) {
 // Entry returns the entry of revision id.
 func (db *DB) Entry(id RevID) (Entry, error) {
 	var e Entry
-	err := db.bdb.View(func(txn *badger.Txn) error {
+	err := db.view(func(txn *badger.Txn) error {
 		b, err := getValue(txn, revKey(id))
 		if err != nil {
 			return err
@@ -275,7 +280,7 @@ func (db *DB) Entry(id RevID) (Entry, error) {
 // Tail returns the committed segment tail (zero for an empty store).
 func (db *DB) Tail() (Tail, error) {
 	var t Tail
-	err := db.bdb.View(func(txn *badger.Txn) error {
+	err := db.view(func(txn *badger.Txn) error {
 		b, err := getValue(txn, keyTail)
 		if errors.Is(err, ErrNotFound) {
 			return nil

@@ -12,7 +12,10 @@
 //   - all read-write transactions go through DB.update, the one place that
 //     retries on badger.ErrConflict;
 //   - a writable index is closed settled (settle.go): the next open finds
-//     nothing for badger to compact, so a mount starts quiet.
+//     nothing for badger to compact, so a mount starts quiet;
+//   - bad bytes in badger's files never panic nor read as "not found":
+//     Open verifies every table whole first, and a panic of badger's on
+//     bad bytes becomes an error matching ErrCorrupt (corrupt.go).
 //
 // The index never reads or writes segment data and never decides how a
 // revision is stored: that is objstore's job. It imports nothing of ours.

@@ -405,7 +405,7 @@ func latestIn(txn *badger.Txn) (s Snapshot, ok bool, err error) {
 // called, when the rows are not complete (HoldsComplete) or list has not
 // as many snapshots as their state.
 func (db *DB) EachHolder(ctx context.Context, f FileID, list []Snapshot, fn func(i int, rev Rev)) (ok bool, err error) {
-	err = db.bdb.View(func(txn *badger.Txn) error {
+	err = db.view(func(txn *badger.Txn) error {
 		var st holdStamp
 		if st, ok, err = db.rowsValid(txn); err != nil || !ok {
 			return err

@@ -75,7 +75,7 @@ func (db *DB) CheckHolds(ctx context.Context, fn func(HoldMismatch)) error {
 // name; rows that do not decode go to fn.
 func (db *DB) applyRows(s Snapshot, rows map[FileID][]Rev, fn func(HoldMismatch)) (map[FileID]bool, error) {
 	check := map[FileID]bool{}
-	err := db.bdb.View(func(txn *badger.Txn) error {
+	err := db.view(func(txn *badger.Txn) error {
 		files, err := holdFiles(txn, s.ID)
 		if err != nil {
 			fn(HoldMismatch{Snapshot: s, Err: fmt.Errorf("hold list: %w", err)})

@@ -73,7 +73,7 @@ func snapState(ctx context.Context, txn *badger.Txn) (holdStamp, error) {
 // snapshots, and each change keeps the stamp (or drops it) in its own
 // transaction.
 func (db *DB) trustHolds() error {
-	return db.bdb.View(func(txn *badger.Txn) error {
+	return db.view(func(txn *badger.Txn) error {
 		st, ok, err := readStamp(txn)
 		if err != nil || !ok {
 			return err
@@ -117,7 +117,7 @@ func (db *DB) rowsValid(txn *badger.Txn) (holdStamp, bool, error) {
 // nothing. RebuildHolds makes them complete again.
 func (db *DB) HoldsComplete() (bool, error) {
 	var ok bool
-	err := db.bdb.View(func(txn *badger.Txn) (err error) {
+	err := db.view(func(txn *badger.Txn) (err error) {
 		_, ok, err = db.rowsValid(txn)
 		return err
 	})
@@ -143,7 +143,7 @@ func (db *DB) RebuildHolds(ctx context.Context) error {
 
 func (db *DB) rebuildHolds(ctx context.Context) error {
 	var before holdStamp
-	err := db.bdb.View(func(txn *badger.Txn) (err error) {
+	err := db.view(func(txn *badger.Txn) (err error) {
 		before, err = snapState(ctx, txn)
 		return err
 	})

@@ -9,7 +9,7 @@ import (
 
 // scan calls fn for every key (and value) under prefix, in key order.
 func (db *DB) scan(ctx context.Context, prefix []byte, values bool, fn func(k, v []byte) error) error {
-	return db.bdb.View(func(txn *badger.Txn) error {
+	return db.view(func(txn *badger.Txn) error {
 		o := badger.DefaultIteratorOptions
 		o.Prefix = prefix
 		o.PrefetchValues = values
@@ -39,7 +39,7 @@ func (db *DB) scan(ctx context.Context, prefix []byte, values bool, fn func(k, v
 // (an entry is tens of bytes), prefetching costs goroutines and copies
 // and saves nothing.
 func (db *DB) scanInPlace(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
-	return db.bdb.View(func(txn *badger.Txn) error {
+	return db.view(func(txn *badger.Txn) error {
 		o := badger.DefaultIteratorOptions
 		o.Prefix, o.PrefetchValues = prefix, false
 		it := txn.NewIterator(o)
@@ -135,7 +135,7 @@ func beUint64(b []byte) uint64 {
 // record: gc removes revisions, the newest ones of a deleted file too,
 // and never renumbers, so a file may have gaps or no revisions at all.
 func (db *DB) Latest(f FileID) (e Entry, ok bool, err error) {
-	err = db.bdb.View(func(txn *badger.Txn) error {
+	err = db.view(func(txn *badger.Txn) error {
 		o := badger.DefaultIteratorOptions
 		o.Prefix, o.PrefetchValues, o.Reverse = revPrefix(f), false, true
 		it := txn.NewIterator(o)

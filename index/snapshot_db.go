@@ -41,7 +41,7 @@ const MaxTxnTrees = 512 << 10
 // Tree returns the tree called h.
 func (db *DB) Tree(h TreeHash) (*Tree, error) {
 	var t Tree
-	err := db.bdb.View(func(txn *badger.Txn) error {
+	err := db.view(func(txn *badger.Txn) error {
 		b, err := getValue(txn, treeKey(h))
 		if err != nil {
 			return err
@@ -93,7 +93,7 @@ func (db *DB) createSnapshot(s *Snapshot, refs *Refs, rb []byte, trees map[TreeH
 		complete bool
 		stamp    holdStamp // the rows' stamp before (when complete)
 	)
-	err := db.bdb.View(func(txn *badger.Txn) error {
+	err := db.view(func(txn *badger.Txn) error {
 		var err error
 		if id, err = nextSnapID(txn); err != nil {
 			return err
@@ -201,7 +201,7 @@ func setAll(txn *badger.Txn, kv ...[]byte) error {
 // Snapshot returns the snapshot called name.
 func (db *DB) Snapshot(name string) (Snapshot, error) {
 	var s Snapshot
-	err := db.bdb.View(func(txn *badger.Txn) (err error) {
+	err := db.view(func(txn *badger.Txn) (err error) {
 		s, err = snapshotByName(txn, name)
 		return err
 	})
@@ -245,7 +245,7 @@ func (db *DB) Snapshots(ctx context.Context, fn func(Snapshot) error) error {
 // LatestSnapshot returns the most recently created snapshot still there;
 // ok is false if there is none.
 func (db *DB) LatestSnapshot() (s Snapshot, ok bool, err error) {
-	err = db.bdb.View(func(txn *badger.Txn) error {
+	err = db.view(func(txn *badger.Txn) error {
 		s, ok, err = latestIn(txn)
 		return err
 	})
@@ -258,7 +258,7 @@ func (db *DB) LatestSnapshot() (s Snapshot, ok bool, err error) {
 // SnapshotRefs returns the reference set of snapshot id.
 func (db *DB) SnapshotRefs(id SnapshotID) (*Refs, error) {
 	var r *Refs
-	err := db.bdb.View(func(txn *badger.Txn) error {
+	err := db.view(func(txn *badger.Txn) error {
 		b, err := getValue(txn, snapRefsKey(id))
 		if err != nil {
 			return err
@@ -298,7 +298,7 @@ func (db *DB) deleteSnapshot(name string) error {
 		complete bool
 		after    *holdStamp
 	)
-	err := db.bdb.View(func(txn *badger.Txn) (err error) {
+	err := db.view(func(txn *badger.Txn) (err error) {
 		if s, err = snapshotByName(txn, name); err != nil {
 			return err
 		}
@@ -409,7 +409,7 @@ func (db *DB) EachSnapshotRefs(ctx context.Context, fn func(id SnapshotID, r *Re
 // valid only during the call (badger's own buffer: a log of one file over
 // thousands of snapshots copies none of them).
 func (db *DB) EachSnapshotRawRefs(ctx context.Context, fn func(id SnapshotID, r RawRefs) error) error {
-	err := db.bdb.View(func(txn *badger.Txn) error {
+	err := db.view(func(txn *badger.Txn) error {
 		o := badger.DefaultIteratorOptions
 		o.Prefix, o.PrefetchValues = prefixSnapRefs, false
 		it := txn.NewIterator(o)

@@ -35,6 +35,9 @@ func newVerifyCmd() *cobra.Command {
     a change is pending (the file is open for writing in a running mount,
     or a mount stopped before recording it and the next mount will).
 
+Bad bytes in the index's own files (badger's tables, MANIFEST) are one
+problem naming the index as corrupt: nothing else can be checked.
+
 Every problem is reported on stdout with where it is (a snapshot path, a
 live path, a segment offset) and the file (id and name) and revision it
 affects.
@@ -131,6 +134,12 @@ func runVerify(cmd *cobra.Command, arg string, asJSON bool) error {
 	res.Mounted = err == nil
 	if errors.Is(err, mount.ErrNotMounted) {
 		rep, err = verifyOffline(cmd, store, report, progress)
+	}
+	if errors.Is(err, index.ErrCorrupt) {
+		// Bad bytes in badger's files: a problem found, not a failure
+		// to run (exit 8).
+		report(mount.ProblemInfo{Kind: objstore.ProblemIndex, Path: "index", Error: err.Error()})
+		err = nil
 	}
 	bar.finish()
 	if err != nil && len(res.Problems) > 0 {
