@@ -37,13 +37,16 @@ var (
 
 // Request is one control call: one JSON object per line.
 type Request struct {
-	Op   string     `json:"op"` // "create", "list", "delete", "rename", "stats", "usage", "log", "cat", "restore", "verify"
+	Op   string     `json:"op"` // "create", "list", "delete", "rename", "stats", "usage", "log", "cat", "restore", "deleted", "verify"
 	Name ByteString `json:"name,omitempty"`
 	To   ByteString `json:"to,omitempty"`
-	// Path names a file for log, cat and restore: relative to the tree
-	// root (the mount point), slash-separated.
+	// Path names a file for log, cat and restore (a directory for
+	// deleted): relative to the tree root (the mount point),
+	// slash-separated.
 	Path ByteString `json:"path,omitempty"`
-	Spec RevSpec    `json:"spec,omitempty"` // cat's revision; restore's Rev
+	// File names a store file for log, cat and restore (see Target).
+	File uint64  `json:"file,omitempty"`
+	Spec RevSpec `json:"spec,omitempty"` // cat's revision; restore's Rev (none: the newest)
 	// Rows asks for log's revisions as binary rows after the answer
 	// (history_rows.go) rather than in it.
 	Rows bool `json:"rows,omitempty"`
@@ -58,6 +61,8 @@ type Response struct {
 	Stats     *Stats         `json:"stats,omitempty"`
 	Log       *FileLog       `json:"log,omitempty"`
 	Revision  *RevInfo       `json:"revision,omitempty"`
+	File      *FileInfo      `json:"file,omitempty"` // the file of cat's and restore's Revision
+	Deleted   []DeletedFile  `json:"deleted,omitempty"`
 	// DataBytes says that this many raw bytes (cat's content) follow the
 	// response's line on the socket.
 	DataBytes int64                    `json:"data_bytes,omitempty"`
@@ -82,7 +87,7 @@ var codes = []struct {
 	code string
 	err  error
 }{
-	{"no_history", ErrNoHistory}, {"is_dir", ErrIsDir}, {"read_only", objstore.ErrReadOnly},
+	{"no_history", ErrNoHistory}, {"is_dir", ErrIsDir}, {"need_rev", ErrNeedRev}, {"read_only", objstore.ErrReadOnly},
 	{"exists", index.ErrExists}, {"not_found", index.ErrNotFound}, {"bad_name", index.ErrBadName}, {"denied", ErrDenied},
 }
 
@@ -117,12 +122,16 @@ type Controller interface {
 	// SnapshotUsages says what each snapshot alone holds.
 	SnapshotUsages(ctx context.Context) ([]objstore.SnapshotUsage, error)
 	// Log lists every revision of a file, oldest first.
-	Log(ctx context.Context, path string) (FileLog, error)
+	Log(ctx context.Context, t Target) (FileLog, error)
 	// Cat returns the revision spec picks and its content.
-	Cat(ctx context.Context, path string, spec RevSpec) (RevInfo, []byte, error)
-	// Restore records revision rev's content as the file's next
-	// revision, with rev as its second parent, and returns it.
-	Restore(ctx context.Context, path string, rev uint32) (RevInfo, error)
+	Cat(ctx context.Context, t Target, spec RevSpec) (FileRev, []byte, error)
+	// Restore records revision rev's content (nil: the newest, for a
+	// deleted file only) as the file's next revision, with rev as its
+	// second parent, and returns it; a deleted file is made again.
+	Restore(ctx context.Context, t Target, rev *uint32) (FileRev, error)
+	// Deleted lists the deleted files whose history is still in the
+	// store, last recorded at dir or under it, newest first.
+	Deleted(ctx context.Context, dir string) ([]DeletedFile, error)
 }
 
 // controller is the Controller of a store: snapshots and statistics from
@@ -134,7 +143,7 @@ type controller struct {
 
 // rowLogger is a Controller that answers log with rows (history_rows.go).
 type rowLogger interface {
-	logRows(ctx context.Context, rel string, b []byte) (FileLog, []byte, error)
+	logRows(ctx context.Context, t Target, b []byte) (FileLog, []byte, error)
 }
 
 var _ rowLogger = controller{}
@@ -296,6 +305,8 @@ func (s *controlServer) do(req Request, buf []byte) (Response, []byte) {
 		if st, err = s.c.Stats(ctx); err == nil {
 			resp.Stats = &st
 		}
+	case "deleted":
+		resp.Deleted, err = s.c.Deleted(ctx, string(req.Path))
 	case "log", "cat", "restore":
 		var data []byte
 		if resp, data, err = s.history(ctx, req, buf); err == nil {
@@ -313,26 +324,24 @@ func (s *controlServer) do(req Request, buf []byte) (Response, []byte) {
 // history runs log, cat and restore.
 func (s *controlServer) history(ctx context.Context, req Request, buf []byte) (Response, []byte, error) {
 	var resp Response
+	t := Target{Path: string(req.Path), File: req.File}
 	switch req.Op {
 	case "log":
 		if lr, ok := s.c.(rowLogger); ok && req.Rows {
-			l, data, err := lr.logRows(ctx, string(req.Path), buf)
+			l, data, err := lr.logRows(ctx, t, buf)
 			resp.Log, resp.DataBytes = &l, int64(len(data))
 			return resp, data, err
 		}
-		l, err := s.c.Log(ctx, string(req.Path))
+		l, err := s.c.Log(ctx, t)
 		resp.Log = &l
 		return resp, nil, err
 	case "cat":
-		r, data, err := s.c.Cat(ctx, string(req.Path), req.Spec)
-		resp.Revision, resp.DataBytes = &r, int64(len(data))
+		r, data, err := s.c.Cat(ctx, t, req.Spec)
+		resp.File, resp.Revision, resp.DataBytes = &r.FileInfo, &r.Revision, int64(len(data))
 		return resp, data, err
 	}
-	if req.Spec.Rev == nil {
-		return resp, nil, errors.New("restore: no revision given")
-	}
-	r, err := s.c.Restore(ctx, string(req.Path), *req.Spec.Rev)
-	resp.Revision = &r
+	r, err := s.c.Restore(ctx, t, req.Spec.Rev)
+	resp.File, resp.Revision = &r.FileInfo, &r.Revision
 	return resp, nil, err
 }
 

@@ -140,8 +140,8 @@ func (r remote) Stats(ctx context.Context) (Stats, error) {
 	return *resp.Stats, nil
 }
 
-func (r remote) Log(ctx context.Context, path string) (FileLog, error) {
-	resp, data, err := callData(ctx, r.dir, Request{Op: "log", Path: ByteString(path), Rows: true})
+func (r remote) Log(ctx context.Context, t Target) (FileLog, error) {
+	resp, data, err := callData(ctx, r.dir, Request{Op: "log", Path: ByteString(t.Path), File: t.File, Rows: true})
 	if err != nil {
 		return FileLog{}, err
 	}
@@ -156,26 +156,39 @@ func (r remote) Log(ctx context.Context, path string) (FileLog, error) {
 	return *resp.Log, nil
 }
 
-func (r remote) Cat(ctx context.Context, path string, spec RevSpec) (RevInfo, []byte, error) {
-	resp, data, err := callData(ctx, r.dir, Request{Op: "cat", Path: ByteString(path), Spec: spec})
+func (r remote) Cat(ctx context.Context, t Target, spec RevSpec) (FileRev, []byte, error) {
+	resp, data, err := callData(ctx, r.dir, Request{Op: "cat", Path: ByteString(t.Path), File: t.File, Spec: spec})
 	if err != nil {
-		return RevInfo{}, nil, err
+		return FileRev{}, nil, err
 	}
-	if resp.Revision == nil {
-		return RevInfo{}, nil, errEmpty
-	}
-	return *resp.Revision, data, nil
+	out, err := fileRevOf(resp)
+	return out, data, err
 }
 
-func (r remote) Restore(ctx context.Context, path string, rev uint32) (RevInfo, error) {
-	resp, err := r.call(ctx, Request{Op: "restore", Path: ByteString(path), Spec: RevSpec{Rev: &rev}})
+func (r remote) Restore(ctx context.Context, t Target, rev *uint32) (FileRev, error) {
+	resp, err := r.call(ctx, Request{Op: "restore", Path: ByteString(t.Path), File: t.File, Spec: RevSpec{Rev: rev}})
 	if err != nil {
-		return RevInfo{}, err
+		return FileRev{}, err
 	}
+	return fileRevOf(resp)
+}
+
+// fileRevOf is the FileRev of cat's or restore's answer; a mount of an
+// older deltafs sends no file.
+func fileRevOf(resp Response) (FileRev, error) {
 	if resp.Revision == nil {
-		return RevInfo{}, errEmpty
+		return FileRev{}, errEmpty
 	}
-	return *resp.Revision, nil
+	out := FileRev{Revision: *resp.Revision}
+	if resp.File != nil {
+		out.FileInfo = *resp.File
+	}
+	return out, nil
+}
+
+func (r remote) Deleted(ctx context.Context, dir string) ([]DeletedFile, error) {
+	resp, err := r.call(ctx, Request{Op: "deleted", Path: ByteString(dir)})
+	return resp.Deleted, err // none: omitted
 }
 
 var errEmpty = errors.New("control socket: empty answer")

@@ -50,7 +50,11 @@
 // restore in a mount writes the old content through the mount point and
 // fsyncs, so that the live tree, its caches and the recorder see an
 // ordinary write; the sink records it as a fulltext put whose second
-// parent is the revision restored (usually a dedup of it).
+// parent is the revision restored (usually a dedup of it). A path with
+// no live file names the newest deleted file last recorded there, and
+// a restore makes it again, bound to the same store file
+// (history_deleted.go). Names cross the socket as ByteStrings, byte for
+// byte (wire_bytes.go).
 //
 // Recording: fs reports a Change when the last writable handle of a file
 // closes (or on fsync); the Recorder queues it and one background

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
 )
 
@@ -24,8 +25,16 @@ func LiveFiles(dir string) (map[index.FileID]bool, error) {
 		return nil, err
 	}
 	live := map[index.FileID]bool{}
+	err = eachLiveFile(dir, ids, func(f index.FileID, _ string) { live[f] = true })
+	return live, err
+}
+
+// eachLiveFile calls fn with the store file and the path (relative to the
+// tree root) of every regular file under dir/live whose FileID ids maps
+// to a store file.
+func eachLiveFile(dir string, ids map[dfs.FileID]index.FileID, fn func(index.FileID, string)) error {
 	root := filepath.Join(dir, liveDir)
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // removed meanwhile, or no live tree yet
@@ -43,12 +52,13 @@ func LiveFiles(dir string) (map[index.FileID]bool, error) {
 			return err
 		}
 		if f, ok := ids[id]; ok && !id.IsZero() {
-			live[f] = true
+			rel, _ := filepath.Rel(root, path)
+			fn(f, filepath.ToSlash(rel))
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("live files of %s: %w", dir, err)
+		return fmt.Errorf("live files of %s: %w", dir, err)
 	}
-	return live, nil
+	return nil
 }

@@ -80,11 +80,11 @@ func (h *historian) resolve(ctx context.Context, rel string) (liveFile, index.Fi
 	return lf, fid, nil
 }
 
-// Log returns the history of the file at rel, oldest first, with the
+// Log returns the history of the file t names, oldest first, with the
 // snapshots holding each revision.
-func (h *historian) Log(ctx context.Context, rel string) (FileLog, error) {
+func (h *historian) Log(ctx context.Context, t Target) (FileLog, error) {
 	var revs []RevInfo
-	out, err := h.eachLogRev(ctx, rel, func(n uint64) { revs = make([]RevInfo, 0, n) },
+	out, err := h.eachLogRev(ctx, t, func(n uint64) { revs = make([]RevInfo, 0, n) },
 		func(r objstore.Revision, snaps []heldPair, hs *holders) {
 			info := infoOfRev(r)
 			info.Snapshots = hs.names(snaps)
@@ -96,18 +96,18 @@ func (h *historian) Log(ctx context.Context, rel string) (FileLog, error) {
 
 // logRows is Log with the revisions appended to b as rows
 // (history_rows.go), as they are read: the control socket's form.
-func (h *historian) logRows(ctx context.Context, rel string, b []byte) (FileLog, []byte, error) {
+func (h *historian) logRows(ctx context.Context, t Target, b []byte) (FileLog, []byte, error) {
 	w := newRowWriter(b)
-	out, err := h.eachLogRev(ctx, rel, func(n uint64) { w.b = slices.Grow(w.b, 24*int(min(n, 1<<20))) },
+	out, err := h.eachLogRev(ctx, t, func(n uint64) { w.b = slices.Grow(w.b, 24*int(min(n, 1<<20))) },
 		func(r objstore.Revision, snaps []heldPair, hs *holders) { w.addRev(r, snaps, hs.list) })
 	return out, w.bytes(), err
 }
 
-// eachLogRev resolves rel, calls count with how many revisions it has,
+// eachLogRev resolves t, calls count with how many revisions it has,
 // then fn with each and the snapshots holding it (history_held.go); it
 // returns the log without revisions.
-func (h *historian) eachLogRev(ctx context.Context, rel string, count func(uint64), fn func(objstore.Revision, []heldPair, *holders)) (FileLog, error) {
-	lf, fid, err := h.resolve(ctx, rel)
+func (h *historian) eachLogRev(ctx context.Context, t Target, count func(uint64), fn func(objstore.Revision, []heldPair, *holders)) (FileLog, error) {
+	found, _, fid, err := h.target(ctx, t)
 	if err != nil {
 		return FileLog{}, err
 	}
@@ -127,7 +127,7 @@ func (h *historian) eachLogRev(ctx context.Context, rel string, count func(uint6
 	if err != nil {
 		return FileLog{}, wrapCorrupt(err)
 	}
-	return FileLog{Path: ByteString(lf.Rel), File: uint64(fid)}, nil
+	return FileLog{FileInfo: found}, nil
 }
 
 // snapshots returns every snapshot in creation order, read-only: the
@@ -140,26 +140,28 @@ func (h *historian) snapshots(ctx context.Context) ([]index.Snapshot, error) {
 	return l, wrapCorrupt(err)
 }
 
-// Cat returns the revision of the file at rel that spec picks, and its
+// Cat returns the revision of the file t names that spec picks, and its
 // content.
-func (h *historian) Cat(ctx context.Context, rel string, spec RevSpec) (RevInfo, []byte, error) {
-	lf, fid, err := h.resolve(ctx, rel)
+func (h *historian) Cat(ctx context.Context, t Target, spec RevSpec) (FileRev, []byte, error) {
+	found, _, fid, err := h.target(ctx, t)
 	if err != nil {
-		return RevInfo{}, nil, err
+		return FileRev{}, nil, err
 	}
-	id, err := h.pick(ctx, lf.Rel, fid, spec)
+	out := FileRev{FileInfo: found}
+	id, err := h.pick(ctx, string(found.Path), fid, spec)
 	if err != nil {
-		return RevInfo{}, nil, err
+		return out, nil, err
 	}
 	r, err := h.st.Revision(id)
 	if err != nil {
-		return RevInfo{}, nil, wrapCorrupt(err)
+		return out, nil, wrapCorrupt(err)
 	}
 	data, err := h.st.Get(ctx, id)
 	if err != nil {
-		return RevInfo{}, nil, wrapCorrupt(err)
+		return out, nil, wrapCorrupt(err)
 	}
-	return infoOfRev(r), data, nil
+	out.Revision = infoOfRev(r)
+	return out, data, nil
 }
 
 // pick returns the revision spec names.
@@ -193,35 +195,46 @@ func (h *historian) pick(ctx context.Context, rel string, fid index.FileID, spec
 	return e.ID(), nil
 }
 
-// Restore writes revision rev of the file at rel back into the live file,
-// recorded as a new revision whose second parent is rev.
-func (h *historian) Restore(ctx context.Context, rel string, rev uint32) (RevInfo, error) {
+// Restore writes revision rev (nil: the newest) of the file t names back
+// into the live file, recorded as a new revision whose second parent is
+// rev: in place, or, for a deleted file, as the file made again at t's
+// path (see history_deleted.go). A live file needs rev.
+func (h *historian) Restore(ctx context.Context, t Target, rev *uint32) (FileRev, error) {
 	if h.ls == nil {
-		return RevInfo{}, fmt.Errorf("restore %s: %w", rel, objstore.ErrReadOnly)
+		return FileRev{}, fmt.Errorf("restore %s: %w", t.Path, objstore.ErrReadOnly)
 	}
-	lf, fid, err := h.resolve(ctx, rel)
+	found, lf, fid, err := h.target(ctx, t)
 	if err != nil {
-		return RevInfo{}, err
+		return FileRev{}, err
 	}
-	old, err := h.pick(ctx, lf.Rel, fid, RevSpec{Rev: &rev})
+	out := FileRev{FileInfo: found}
+	if rev == nil && !found.Deleted {
+		return out, fmt.Errorf("restore %s: %w", lf.Rel, ErrNeedRev)
+	}
+	old, err := h.pick(ctx, string(found.Path), fid, RevSpec{Rev: rev})
 	if err != nil {
-		return RevInfo{}, err
+		return out, err
 	}
 	data, err := h.st.Get(ctx, old)
 	if err != nil {
-		return RevInfo{}, wrapCorrupt(err)
+		return out, wrapCorrupt(err)
 	}
 	var id index.RevID
-	if h.mnt != "" {
+	switch {
+	case found.Deleted:
+		id, err = h.restoreDeleted(ctx, lf, fid, old, data)
+	case h.mnt != "":
 		id, err = h.restoreMounted(ctx, lf, fid, old, data)
-	} else {
+	default:
 		id, err = h.restoreOffline(ctx, lf, fid, old, data)
 	}
 	if err != nil {
-		return RevInfo{}, fmt.Errorf("restore %s to revision %d: %w", lf.Rel, rev, err)
+		return out, fmt.Errorf("restore %s to revision %d: %w", lf.Rel, old.Rev, err)
 	}
+	out.Path = ByteString(lf.Rel)
 	r, err := h.st.Revision(id)
-	return infoOfRev(r), wrapCorrupt(err)
+	out.Revision = infoOfRev(r)
+	return out, wrapCorrupt(err)
 }
 
 // restoreMounted writes data through the mount point and waits for the
@@ -278,7 +291,7 @@ func (h *historian) restoreOffline(ctx context.Context, lf liveFile, fid index.F
 	if err := rewrite(lf.Path, data, false); err != nil {
 		return index.NullRev, err
 	}
-	e, err := h.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: s.prev(fid), P2: old, Hints: []index.RevID{old}})
+	e, err := h.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: s.prev(fid), P2: old, Hints: []index.RevID{old}, Name: lf.Rel})
 	if err != nil {
 		return index.NullRev, err
 	}

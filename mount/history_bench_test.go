@@ -87,7 +87,7 @@ func BenchmarkLogRows(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		l, data, err := o.hist.logRows(ctx, "notes.txt", buf[:0])
+		l, data, err := o.hist.logRows(ctx, Target{Path: "notes.txt"}, buf[:0])
 		if err != nil || l.File == 0 {
 			b.Fatal(l, err)
 		}

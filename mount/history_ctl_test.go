@@ -53,7 +53,7 @@ func TestHistoryThroughTheMount(t *testing.T) {
 	mustDo(t, os.WriteFile(l.mnt+"/bin", v1, 0o644))
 	c := connect(t, l.mnt, true)
 
-	lg, err := c.Log(ctx, "bin") // the second write closed just now
+	lg, err := c.Log(ctx, Target{Path: "bin"}) // the second write closed just now
 	mustDo(t, err)
 	n := len(lg.Revisions)
 	if n != 2 || lg.Path != "bin" || lg.Revisions[0].Size != uint64(len(v0)) ||
@@ -69,13 +69,14 @@ func TestHistoryThroughTheMount(t *testing.T) {
 		case "snapshot":
 			s.Snapshot = "before"
 		}
-		info, data, err := c.Cat(ctx, "bin", s)
-		if err != nil || !bytes.Equal(data, want) || info.Size != uint64(len(want)) {
+		fr, data, err := c.Cat(ctx, Target{Path: "bin"}, s)
+		if info := fr.Revision; err != nil || !bytes.Equal(data, want) || info.Size != uint64(len(want)) || string(fr.Path) != "bin" || fr.Deleted {
 			t.Errorf("cat %s: %d bytes (%+v), %v", spec, len(data), info, err)
 		}
 	}
-	info, err := c.Restore(ctx, "/bin", 0)
+	fr, err := c.Restore(ctx, Target{Path: "/bin"}, new(uint32))
 	mustDo(t, err)
+	info := fr.Revision
 	if int(info.Rev) != n || info.P2 == nil || info.P2.Rev != 0 || info.P1 == nil || int(info.P1.Rev) != n-1 || info.Base != "dedup" {
 		t.Fatalf("restore: %+v", info)
 	}
@@ -88,15 +89,16 @@ func TestHistoryThroughTheMount(t *testing.T) {
 	l.stop(t)
 
 	off := connect(t, store, false)
-	lg2, err := off.Log(ctx, "bin")
+	lg2, err := off.Log(ctx, Target{Path: "bin"})
 	if err != nil || revNums(lg2) != revNums(lg)+fmt.Sprintf("%d:dedup:[] ", n) {
 		t.Fatalf("offline log %q, %v; mounted %q", revNums(lg2), err, revNums(lg))
 	}
-	info, err = off.Restore(ctx, "bin", uint32(n-1))
+	fr, err = off.Restore(ctx, Target{Path: "bin"}, ptr(uint32(n-1)))
+	info = fr.Revision
 	if err != nil || int(info.Rev) != n+1 || int(info.P2.Rev) != n-1 {
 		t.Fatalf("offline restore: %+v, %v", info, err)
 	}
-	if _, data, err := off.Cat(ctx, "bin", RevSpec{}); err != nil || !bytes.Equal(data, v1) {
+	if _, data, err := off.Cat(ctx, Target{Path: "bin"}, RevSpec{}); err != nil || !bytes.Equal(data, v1) {
 		t.Fatalf("offline cat after restore: %d bytes, %v", len(data), err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(store, liveDir, "bin")); !bytes.Equal(b, v1) {
@@ -127,14 +129,17 @@ func checkHistoryErrors(t *testing.T, c Controller, root string) {
 		"snapshot":      {"bin", RevSpec{Snapshot: "nosuch"}, index.ErrNotFound},
 		"in .snapshots": {".snapshots/before/bin", RevSpec{}, ErrNoHistory},
 	} {
-		if _, _, err := c.Cat(ctx, tc.path, tc.spec); !errors.Is(err, tc.want) {
+		if _, _, err := c.Cat(ctx, Target{Path: tc.path}, tc.spec); !errors.Is(err, tc.want) {
 			t.Errorf("cat %s: %v, want %v", name, err, tc.want)
 		}
 	}
-	if _, err := c.Log(ctx, "somedir"); !errors.Is(err, ErrIsDir) {
+	if _, err := c.Log(ctx, Target{Path: "somedir"}); !errors.Is(err, ErrIsDir) {
 		t.Errorf("log of a directory: %v", err)
 	}
-	if _, err := c.Restore(ctx, "bin", 9); !errors.Is(err, index.ErrNotFound) {
+	if _, err := c.Restore(ctx, Target{Path: "bin"}, ptr(uint32(9))); !errors.Is(err, index.ErrNotFound) {
 		t.Errorf("restore of a missing revision: %v", err)
 	}
 }
+
+// ptr returns a pointer to v.
+func ptr[T any](v T) *T { return &v }

@@ -49,6 +49,10 @@ func notFoundf(format string, args ...any) error {
 	return &kindError{msg: fmt.Sprintf(format, args...), kind: index.ErrNotFound}
 }
 
+// ErrNeedRev matches a restore of a live file that names no revision:
+// only a deleted file's restore takes its newest by default.
+var ErrNeedRev = errors.New("no revision given (only a deleted file is restored from its newest by default)")
+
 // ErrIsDir matches a history request for a directory.
 var ErrIsDir = errors.New("is a directory")
 
@@ -91,7 +95,7 @@ func openLiveFile(live, rel string) (liveFile, error) {
 	fi, err := os.Lstat(lf.Path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return lf, notFoundf("%s: no such file", c)
+		return lf, &kindError{msg: c + ": no such file", kind: errNoLiveFile}
 	case err != nil:
 		return lf, err
 	case fi.IsDir():

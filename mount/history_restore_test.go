@@ -32,20 +32,21 @@ func TestRestoreKeepsOpenWriterContent(t *testing.T) {
 	copy(want[100:], unsaved)
 
 	c := connect(t, l.mnt, false)
-	info, err := c.Restore(ctx, "f", 0)
+	fr, err := c.Restore(ctx, Target{Path: "f"}, new(uint32))
 	mustDo(t, err)
+	info := fr.Revision
 	if info.P2 == nil || info.P2.Rev != 0 {
 		t.Fatalf("restore: %+v", info)
 	}
 	if b, err := os.ReadFile(l.mnt + "/f"); err != nil || !bytes.Equal(b, v0) {
 		t.Errorf("live file after the restore: %d bytes, %v", len(b), err)
 	}
-	lg, err := c.Log(ctx, "f")
+	lg, err := c.Log(ctx, Target{Path: "f"})
 	mustDo(t, err)
 	var kept bool
 	for _, r := range lg.Revisions {
 		rev := r.Rev
-		_, data, err := c.Cat(ctx, "f", RevSpec{Rev: &rev})
+		_, data, err := c.Cat(ctx, Target{Path: "f"}, RevSpec{Rev: &rev})
 		mustDo(t, err)
 		if bytes.Equal(data, want) {
 			kept = true
@@ -57,7 +58,7 @@ func TestRestoreKeepsOpenWriterContent(t *testing.T) {
 	if !kept {
 		t.Fatalf("no revision holds the open writer's unsaved content: %s", revNums(lg))
 	}
-	if _, data, err := c.Cat(ctx, "f", RevSpec{}); err != nil || !bytes.Equal(data, v0) {
+	if _, data, err := c.Cat(ctx, Target{Path: "f"}, RevSpec{}); err != nil || !bytes.Equal(data, v0) {
 		t.Fatalf("newest revision after the restore: %d bytes, %v; log %s", len(data), err, revNums(lg))
 	}
 }

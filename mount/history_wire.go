@@ -63,11 +63,46 @@ func infoOfRev(r objstore.Revision) RevInfo {
 	return i
 }
 
-// FileLog is the history of one live file, oldest revision first.
+// Target names the file of a log, cat or restore: the live file at Path
+// or, when there is none, the deleted file last recorded at Path (the
+// newest, if several were); or, File set, that store file, live or
+// deleted (Path is then where a restore of a deleted one writes it, its
+// last path if empty). Path is relative to the tree root.
+type Target struct {
+	Path string
+	File uint64
+}
+
+// FileInfo says which store file a history call found.
+type FileInfo struct {
+	// Path is relative to the tree root: the live file's, or, for a
+	// deleted file, where its last revision was recorded.
+	Path ByteString `json:"path"`
+	File uint64     `json:"file"` // the store's FileID
+	// Deleted is set when no live file has this history: a deleted
+	// file's, still in the store (gc removes what no snapshot holds).
+	Deleted bool `json:"deleted,omitempty"`
+}
+
+// FileLog is the history of one file, oldest revision first.
 type FileLog struct {
-	Path      ByteString `json:"path"` // relative to the tree root
-	File      uint64     `json:"file"` // the store's FileID
-	Revisions []RevInfo  `json:"revisions"`
+	FileInfo
+	Revisions []RevInfo `json:"revisions"`
+}
+
+// FileRev is one revision of a file: what cat read, what restore wrote.
+type FileRev struct {
+	FileInfo
+	Revision RevInfo `json:"revision"`
+}
+
+// DeletedFile is a file whose history is still in the store but that no
+// live file has any more ("deltafs log --deleted").
+type DeletedFile struct {
+	FileInfo
+	Revisions int       `json:"revisions"` // left in the store
+	Time      time.Time `json:"time"`      // of its newest revision
+	Size      uint64    `json:"size"`      // of its newest revision
 }
 
 // RevSpec picks a revision: by number, by the snapshot holding it, or

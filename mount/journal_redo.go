@@ -166,7 +166,7 @@ func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
 	if err := s.syncIDs(); err != nil { // the mapping before the revision
 		return err
 	}
-	e, err := r.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: prev, Time: at})
+	e, err := r.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: prev, Time: at, Name: rel})
 	if err != nil {
 		return err
 	}

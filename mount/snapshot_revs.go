@@ -158,7 +158,7 @@ func (r *liveRevs) record(ctx context.Context, id fs.FileID, fid index.FileID, k
 	if err := s.syncIDs(); err != nil { // the mapping before the revision
 		return index.Entry{}, err
 	}
-	req := objstore.PutRequest{File: fid, P1: prev, Time: at}
+	req := objstore.PutRequest{File: fid, P1: prev, Time: at, Name: r.rel(path)}
 	e, commit, err := r.st.PutFrom(ctx, req, src, src.Size(), nil)
 	if err == nil {
 		err = commit()

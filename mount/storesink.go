@@ -43,6 +43,10 @@ type storeSink struct {
 	// restore writing through the mount): the second parent of the
 	// revision that records it.
 	restoring map[index.FileID]index.RevID
+	// adopting maps the live identity of a file a restore makes where a
+	// deleted file was to that file's store file: its first change
+	// continues that history (history_deleted.go).
+	adopting map[fs.FileID]index.FileID
 	// forked holds, for a live identity whose history another file took
 	// over (transfer) while its inode may live on (a hard link, an open
 	// descriptor), the revision it had then: the second parent of its
@@ -79,7 +83,7 @@ type idsLog interface {
 
 // openStoreSink loads the id map of the store in dir.
 func openStoreSink(st *objstore.Store, path string, log *slog.Logger) (*storeSink, error) {
-	s := &storeSink{st: st, log: log, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}, restoring: map[index.FileID]index.RevID{}, forked: map[fs.FileID]index.RevID{}, saveWindow: saveWindow,
+	s := &storeSink{st: st, log: log, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}, restoring: map[index.FileID]index.RevID{}, adopting: map[fs.FileID]index.FileID{}, forked: map[fs.FileID]index.RevID{}, saveWindow: saveWindow,
 		live: filepath.Join(filepath.Dir(path), liveDir)}
 	f, err := openIDs(st, path, s.ids, log)
 	if err != nil {
@@ -201,6 +205,11 @@ func (s *storeSink) stage(c *fs.Change, continues fs.FileID) (*job, error) {
 	}
 	j := &job{c: c}
 	switch {
+	// A deleted file a restore makes again (before a file that left its
+	// path lately, whose history the new file would otherwise continue);
+	// bound by bindNew.
+	case !c.ID.IsZero() && s.ids[c.ID] == 0 && s.adopting[c.ID] != 0:
+		j.fid = s.adopting[c.ID]
 	// (A file with a history of its own keeps it: a rename over another
 	// file hands that history on in renamedOver.)
 	case !continues.IsZero() && s.ids[continues] != 0 && s.ids[c.ID] == 0:
@@ -317,7 +326,7 @@ func (s *storeSink) put(ctx context.Context, j *job) {
 		return
 	}
 	at := time.Now() // the revision's time: see objstore.PutRequest.Time
-	req := objstore.PutRequest{File: j.fid, P1: j.p1, P2: j.p2, Hints: j.hints, Time: at}
+	req := objstore.PutRequest{File: j.fid, P1: j.p1, P2: j.p2, Hints: j.hints, Time: at, Name: c.Path}
 	if c.Data != nil {
 		// Read at the report (fs.Change.Data).
 		req.Time, req.Data = c.DataTime, c.Data
@@ -382,7 +391,7 @@ func (s *storeSink) fromWrites(ctx context.Context, j *job, live io.ReaderAt) bo
 	// Not waited for here: the window's puts share one group commit
 	// (durable), which a window running its jobs one after another would
 	// otherwise pay once per in-place change.
-	e, commit, err := s.st.PutDeltaNoWait(ctx, objstore.PutRequest{File: j.fid, P1: j.p1, Delta: d, DeltaBase: j.p1, DeltaOnly: true, Size: uint64(c.Size), Time: at})
+	e, commit, err := s.st.PutDeltaNoWait(ctx, objstore.PutRequest{File: j.fid, P1: j.p1, Delta: d, DeltaBase: j.p1, DeltaOnly: true, Size: uint64(c.Size), Time: at, Name: c.Path})
 	if err != nil {
 		s.log.Debug("written ranges not stored alone; recording the whole file", "file", j.fid, "err", err)
 		return false

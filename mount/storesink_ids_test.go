@@ -140,8 +140,11 @@ func TestIDsDurableBeforeFirstRevision(t *testing.T) {
 			t.Fatalf("file %d: store file %d %+v (%v), want revisions", i, fid, m, err)
 		}
 	}
-	if m, err := st.File(onDisk[ids[n]]); err != nil || m.Name != "3" || m.Revs != 2 {
-		t.Errorf("the atomic save maps to store file %+v (%v), want file 3's, with 2 revisions", m, err)
+	// (Its record is named by the path of its last revision: the save's.)
+	fid := onDisk[ids[n]]
+	e, eerr := st.Entry(index.RevID{File: fid, Rev: 0})
+	if m, err := st.File(fid); err != nil || eerr != nil || m.Name != fmt.Sprint(n) || m.Revs != 2 || e.Size != 100+3 {
+		t.Errorf("the atomic save maps to store file %d %+v (%v), first revision of %d bytes (%v), want file 3's, with 2 revisions", fid, m, err, e.Size, eerr)
 	}
 }
 

@@ -73,7 +73,7 @@ func (s *storeSink) carryOver(ctx context.Context, fid, from index.FileID, path 
 	}
 	p1 := s.prev(fid)
 	ne, err := s.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: p1, P2: src,
-		Hints: []index.RevID{src}, Time: s.notBefore(p1, time.Unix(0, e.Time))})
+		Hints: []index.RevID{src}, Time: s.notBefore(p1, time.Unix(0, e.Time)), Name: path})
 	if err != nil {
 		return fmt.Errorf("%s: continue the replaced file's history: %w", path, err)
 	}

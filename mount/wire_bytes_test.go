@@ -59,7 +59,7 @@ func TestHistoryNonUTF8Names(t *testing.T) {
 	}
 	mustDo(t, os.WriteFile(l.mnt+"/"+name, []byte("two\n"), 0o644))
 
-	lg, err := c.Log(ctx, name)
+	lg, err := c.Log(ctx, Target{Path: name})
 	if err != nil || string(lg.Path) != name || len(lg.Revisions) != 2 || len(lg.Revisions[0].Snapshots) != 1 || lg.Revisions[0].Snapshots[0] != snap {
 		t.Fatalf("log %q: %+v, %v", name, lg, err)
 	}
@@ -71,16 +71,16 @@ func TestHistoryNonUTF8Names(t *testing.T) {
 		case "snapshot":
 			rs.Snapshot = ByteString(snap)
 		}
-		if _, data, err := c.Cat(ctx, name, rs); err != nil || string(data) != want {
+		if _, data, err := c.Cat(ctx, Target{Path: name}, rs); err != nil || string(data) != want {
 			t.Errorf("cat %q %s: %q, %v", name, spec, data, err)
 		}
 	}
-	if _, data, err := c.Cat(ctx, other, RevSpec{}); err != nil || string(data) != "other\n" {
+	if _, data, err := c.Cat(ctx, Target{Path: other}, RevSpec{}); err != nil || string(data) != "other\n" {
 		t.Errorf("cat %q: %q, %v", other, data, err)
 	}
-	info, err := c.Restore(ctx, name, 0)
-	if err != nil || info.Rev != 2 || info.P2 == nil || info.P2.Rev != 0 {
-		t.Fatalf("restore %q: %+v, %v", name, info, err)
+	fr, err := c.Restore(ctx, Target{Path: name}, new(uint32))
+	if info := fr.Revision; err != nil || info.Rev != 2 || info.P2 == nil || info.P2.Rev != 0 || string(fr.Path) != name {
+		t.Fatalf("restore %q: %+v, %v", name, fr, err)
 	}
 	if b, err := os.ReadFile(l.mnt + "/" + name); err != nil || string(b) != "one\n" {
 		t.Fatalf("live file after restore: %q, %v", b, err)
@@ -88,7 +88,7 @@ func TestHistoryNonUTF8Names(t *testing.T) {
 	if b, _ := os.ReadFile(l.mnt + "/" + other); string(b) != "other\n" {
 		t.Fatalf("the other file after restore: %q", b)
 	}
-	if _, err := c.Log(ctx, "d\xff/gone\x80"); err == nil || !bytes.Contains([]byte(err.Error()), []byte("d\xff/gone\x80")) {
+	if _, err := c.Log(ctx, Target{Path: "d\xff/gone\x80"}); err == nil || !bytes.Contains([]byte(err.Error()), []byte("d\xff/gone\x80")) {
 		t.Errorf("log of a missing file: %v", err)
 	}
 

@@ -40,6 +40,13 @@ type PutRequest struct {
 	// and waiting for the writer lock, by which time the source may have
 	// changed again. A Time after the put is taken as the put's time.
 	Time time.Time
+
+	// Name, if set, becomes the file's name in its record (the mount:
+	// the path the content was read from), so that a deleted file is
+	// found by the path it had last (FileMeta.Name; a new file's record
+	// has the name it was made with). It costs nothing more: the put
+	// writes the record anyway.
+	Name string
 }
 
 // revTime returns the time to record for a revision put now from req.
@@ -127,10 +134,18 @@ func (s *Store) prepare(ctx context.Context, req *PutRequest, data []byte, hash 
 		}
 	}
 	meta.Revs++
+	named(meta, req)
 	if e.Kind.IsSnapshot() {
 		meta.LastSnap, meta.HasSnap = e.Rev, true
 	}
 	return e, *meta, nil
+}
+
+// named takes req.Name, if any, as the name of the file meta records.
+func named(meta *index.FileMeta, req *PutRequest) {
+	if req.Name != "" {
+		meta.Name = req.Name
+	}
 }
 
 // canPut returns why the store takes no put, if it does not. Called

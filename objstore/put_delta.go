@@ -86,6 +86,7 @@ func (s *Store) prepareDelta(req *PutRequest) (index.Entry, index.FileMeta, erro
 	}
 	e.Flags |= index.FlagHashDeferred
 	meta.Revs++
+	named(meta, req)
 	return e, *meta, nil
 }
 

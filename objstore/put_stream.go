@@ -115,6 +115,7 @@ func (s *Store) prepareStream(ctx context.Context, req *PutRequest, src io.Reade
 	}
 	s.segs.endAppend(end)
 	meta.Revs++
+	named(meta, req)
 	meta.LastSnap, meta.HasSnap = e.Rev, true
 	return e, *meta, nil
 }

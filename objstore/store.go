@@ -324,6 +324,12 @@ func (s *Store) NewFiles(names []string) ([]index.FileID, error) {
 // File returns the committed record of file f (name, revision count).
 func (s *Store) File(f index.FileID) (index.FileMeta, error) { return s.idx.File(f) }
 
+// Files calls fn with the committed record of every file, in FileID
+// order.
+func (s *Store) Files(ctx context.Context, fn func(index.FileID, index.FileMeta) error) error {
+	return s.idx.Files(ctx, fn)
+}
+
 // Latest returns the entry of file f's newest committed revision; ok is
 // false if it has none (never written, or gc removed them all). It is not
 // always revision Revs-1 of the file's record: gc leaves gaps.

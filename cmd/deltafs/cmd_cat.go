@@ -7,9 +7,8 @@ import (
 
 // catJSON is what "deltafs cat --json" prints.
 type catJSON struct {
-	Path     mount.ByteString `json:"path"`
-	Revision mount.RevInfo    `json:"revision"`
-	Data     []byte           `json:"data"` // base64
+	mount.FileRev
+	Data []byte `json:"data"` // base64
 }
 
 // newCatCmd builds "deltafs cat".
@@ -22,27 +21,30 @@ func newCatCmd() *cobra.Command {
 		Short: "Write one revision of a file to stdout (the newest by default)",
 		Long: `Write the content of one revision of the file at PATH to stdout, byte
 for byte: revision N (see "deltafs log"), the revision the snapshot NAME
-holds, or the newest. PATH is as for "deltafs log".`,
+holds, or the newest. PATH is as for "deltafs log": a path where no file
+lives now names the newest deleted file last recorded there; --id N
+names file N.`,
 		Example: "  deltafs cat ~/work/notes.txt --snapshot before-refactor\n  deltafs cat --store ~/work.dfs notes.txt --rev 3 > old.txt",
-		Args:    exactArgs(1),
+		Args:    t.args(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, err := revSpec(cmd, rev, snap)
 			if err != nil {
 				return err
 			}
-			return t.run(cmd, args[0], true, func(c mount.Controller, rel string) error {
-				r, data, err := c.Cat(cmd.Context(), rel, spec)
+			return t.run(cmd, args, true, func(c mount.Controller, target mount.Target) error {
+				r, data, err := c.Cat(cmd.Context(), target, spec)
 				if err != nil {
 					return err
 				}
+				t.noteDeleted(cmd, r.FileInfo)
 				if t.asJSON {
-					return printJSON(cmd.OutOrStdout(), catJSON{Path: mount.ByteString(rel), Revision: r, Data: data})
+					return printJSON(cmd.OutOrStdout(), catJSON{FileRev: r, Data: data})
 				}
 				return writeOutput(cmd.OutOrStdout(), "", data)
 			})
 		},
 	}
-	t.flags(cmd, `print one JSON object: path, revision {rev, time, size, ...}, data (base64)`)
+	t.flags(cmd, `print one JSON object: path, file, deleted, revision {rev, time, size, ...}, data (base64)`)
 	cmd.Flags().Int64Var(&rev, "rev", -1, "the revision number")
 	cmd.Flags().StringVar(&snap, "snapshot", "", "the revision the snapshot NAME holds")
 	return cmd

@@ -16,8 +16,9 @@ import (
 // newLogCmd builds "deltafs log".
 func newLogCmd() *cobra.Command {
 	var t historyTarget
+	var deleted bool
 	cmd := &cobra.Command{
-		Use:   "log PATH",
+		Use:   "log PATH | log --deleted [DIR]",
 		Short: "List every revision of a file: time, size, delta base, chain, snapshots",
 		Long: `List every revision of the file at PATH, oldest first: its number, when
 it was recorded (UTC), its size, how it is stored (full, or a delta
@@ -27,15 +28,29 @@ follows renames and atomic saves as the mount recorded them. PATH is a
 file inside a deltafs mount (the mount first records every change closed
 before the call) or inside an unmounted store's live directory; or give
 --store STORE and PATH relative to the tree root. It costs only this
-file's revisions, plus one look at each snapshot's reference set.`,
-		Example: "  deltafs log ~/work/notes.txt\n  deltafs log --store ~/work.dfs notes.txt --json",
-		Args:    exactArgs(1),
+file's revisions, plus one look at each snapshot's reference set.
+
+A PATH where no file lives now names the newest deleted file whose last
+revision was recorded there, if its history is still in the store (gc
+removes a deleted file's revisions that no snapshot holds). --deleted
+lists those files, newest first: the time and size of the last
+revision, the file's id (for --id), its revisions left, its last path;
+under DIR only, if given (a directory of a mount, or --store STORE and
+DIR relative to the tree root).`,
+		Example: "  deltafs log ~/work/notes.txt\n  deltafs log --store ~/work.dfs notes.txt --json\n  deltafs log --deleted ~/work/docs\n  deltafs log --id 12 ~/work",
+		Args: func(cmd *cobra.Command, args []string) error {
+			return t.args(deleted)(cmd, args) // log --deleted: DIR is optional
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return t.run(cmd, args[0], true, func(c mount.Controller, rel string) error {
-				l, err := c.Log(cmd.Context(), rel)
+			if deleted {
+				return logDeleted(cmd, &t, args)
+			}
+			return t.run(cmd, args, true, func(c mount.Controller, target mount.Target) error {
+				l, err := c.Log(cmd.Context(), target)
 				if err != nil {
 					return err
 				}
+				t.noteDeleted(cmd, l.FileInfo)
 				if t.asJSON {
 					return printJSON(cmd.OutOrStdout(), l)
 				}
@@ -43,8 +58,54 @@ file's revisions, plus one look at each snapshot's reference set.`,
 			})
 		},
 	}
-	t.flags(cmd, "print one JSON object: path, file, revisions [{rev, time, size, base, chain, snapshots, ...}]")
+	t.flags(cmd, "print one JSON object: path, file, deleted, revisions [{rev, time, size, base, chain, snapshots, ...}]")
+	cmd.Flags().BoolVar(&deleted, "deleted", false, "list the deleted files whose history is still in the store")
 	return cmd
+}
+
+// logDeleted runs "deltafs log --deleted [DIR]".
+func logDeleted(cmd *cobra.Command, t *historyTarget, args []string) error {
+	if len(args) > 1 {
+		return usageErrorf("expects at most 1 argument, got %d", len(args))
+	}
+	if t.id != 0 {
+		return usageErrorf("give --deleted or --id, not both")
+	}
+	return t.run(cmd, args, true, func(c mount.Controller, target mount.Target) error {
+		list, err := c.Deleted(cmd.Context(), target.Path)
+		if err != nil {
+			return err
+		}
+		if t.asJSON {
+			return printJSON(cmd.OutOrStdout(), list)
+		}
+		return printDeleted(cmd.OutOrStdout(), list, forPeople(cmd))
+	})
+}
+
+// printDeleted prints one line per deleted file, as printLog does.
+func printDeleted(w io.Writer, list []mount.DeletedFile, people bool) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	out := io.Writer(bw)
+	var tw *tabwriter.Writer
+	if people {
+		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		out = tw
+		fmt.Fprintln(out, "TIME\tSIZE\tFILE\tREVS\tPATH")
+	}
+	for _, d := range list {
+		size := strconv.FormatUint(d.Size, 10)
+		if people {
+			size = humanSize(d.Size)
+		}
+		fmt.Fprintf(out, "%s\t%s\t%d\t%d\t%s\n", d.Time.UTC().Format(time.RFC3339), size, d.File, d.Revisions, d.Path)
+	}
+	if tw != nil {
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }
 
 // printLog prints one line per revision: aligned with human sizes for

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/deltafs/deltafs/mount"
@@ -9,9 +10,8 @@ import (
 
 // restoreJSON is what "deltafs restore --json" prints.
 type restoreJSON struct {
-	Path     mount.ByteString `json:"path"`
-	From     uint32           `json:"from"`     // the revision brought back
-	Revision mount.RevInfo    `json:"revision"` // the new revision
+	mount.FileRev        // path, file, deleted; revision: the new revision
+	From          uint32 `json:"from"` // the revision brought back
 }
 
 // newRestoreCmd builds "deltafs restore".
@@ -24,31 +24,50 @@ func newRestoreCmd() *cobra.Command {
 		Long: `Write revision N of the file at PATH back into the file, recorded as a new
 revision whose second parent is N: nothing of the history is lost, and
 "deltafs log" shows the restore. On a mounted store the running mount
-writes it, like any writer; PATH is as for "deltafs log".`,
-		Example: "  deltafs restore ~/work/notes.txt --rev 3",
-		Args:    exactArgs(1),
+writes it, like any writer; PATH is as for "deltafs log".
+
+A PATH where no file lives now names the newest deleted file last
+recorded there: restore makes it again at PATH (mode 0600: the store
+keeps no mode), from revision N or, without --rev, its newest, and its
+history goes on. --id N names a deleted file by its id ('deltafs log
+--deleted'), made again at PATH, or at its last path when PATH is left
+out (with --store).`,
+		Example: "  deltafs restore ~/work/notes.txt --rev 3\n  deltafs restore ~/work/deleted-by-mistake.txt\n  deltafs restore --id 12 ~/work/notes.old",
+		Args:    t.args(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !cmd.Flags().Changed("rev") {
-				return usageErrorf("--rev N is required")
-			}
-			spec, err := revSpec(cmd, rev, "")
-			if err != nil {
-				return err
-			}
-			return t.run(cmd, args[0], false, func(c mount.Controller, rel string) error {
-				r, err := c.Restore(cmd.Context(), rel, *spec.Rev)
+			var at *uint32
+			if cmd.Flags().Changed("rev") {
+				spec, err := revSpec(cmd, rev, "")
 				if err != nil {
 					return err
 				}
-				if t.asJSON {
-					return printJSON(cmd.OutOrStdout(), restoreJSON{Path: mount.ByteString(rel), From: *spec.Rev, Revision: r})
+				at = spec.Rev
+			}
+			return t.run(cmd, args, false, func(c mount.Controller, target mount.Target) error {
+				r, err := c.Restore(cmd.Context(), target, at)
+				if errors.Is(err, mount.ErrNeedRev) {
+					return usageErrorf("--rev N is required: %s is not a deleted file", target.Path)
 				}
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: revision %d restored as revision %d\n", rel, *spec.Rev, r.Rev)
+				if err != nil {
+					return err
+				}
+				from := uint32(0)
+				if r.Revision.P2 != nil {
+					from = r.Revision.P2.Rev
+				}
+				if t.asJSON {
+					return printJSON(cmd.OutOrStdout(), restoreJSON{FileRev: r, From: from})
+				}
+				if r.Deleted {
+					_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: deleted file %d made again from its revision %d, as revision %d\n", r.Path, r.File, from, r.Revision.Rev)
+					return err
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: revision %d restored as revision %d\n", r.Path, from, r.Revision.Rev)
 				return err
 			})
 		},
 	}
-	t.flags(cmd, "print one JSON object: path, from, revision {rev, time, size, ...}")
-	cmd.Flags().Int64Var(&rev, "rev", -1, "the revision to bring back")
+	t.flags(cmd, "print one JSON object: path, file, deleted, from, revision {rev, time, size, ...}")
+	cmd.Flags().Int64Var(&rev, "rev", -1, "the revision to bring back (a deleted file's newest by default)")
 	return cmd
 }
