@@ -71,6 +71,7 @@ func repackLocked(ctx context.Context, dir string, opt RepackOptions, lock *stor
 	whole, err := rp.planSegments(ctx, &rep)
 	if err == nil && !whole {
 		rp.shadow, err = openShadow(dir, opt, rp.kept)
+		err = dropFailedShadow(ctx, dir, opt.Logger, err)
 	}
 	if err != nil || whole {
 		rp.live.closeKeepLock()
@@ -79,6 +80,7 @@ func repackLocked(ctx context.Context, dir string, opt RepackOptions, lock *stor
 		return rep, err
 	}
 	rep, err = rp.run(ctx)
+	err = dropFailedShadow(ctx, dir, opt.Logger, err)
 	rep.Duration = time.Since(start)
 	rep.PeakRSS = peakRSS()
 	return rep, err

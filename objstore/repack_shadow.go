@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -99,6 +100,26 @@ func removeShadow(sdir string) error {
 		return fmt.Errorf("objstore: repack: %w", err)
 	}
 	return nil
+}
+
+// dropFailedShadow removes the shadow of a repack (or gc) that failed
+// with err before its switch, and returns err. Kept, it would only hold
+// the space the next run needs: a run that failed for want of space
+// (ENOSPC) left it behind, and the next resumed it and failed the same
+// way, growing it. Two kinds of shadow stay: one with SWITCH, a
+// completed repack the next Open rolls forward whatever happened after
+// (never touched here), and an interrupted run's (ctx cancelled: Ctrl-C),
+// which the next run resumes like a killed one's.
+func dropFailedShadow(ctx context.Context, dir string, log *slog.Logger, err error) error {
+	sdir := filepath.Join(dir, shadowName)
+	if err == nil || ctx.Err() != nil || exists(filepath.Join(sdir, switchName)) || !exists(sdir) {
+		return err
+	}
+	if rerr := removeShadow(sdir); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	log.Info("removed the failed repack's shadow", "dir", sdir, "err", err)
+	return err
 }
 
 // shadowOptions are the options whose change makes a shadow unusable.
