@@ -13,8 +13,9 @@ import (
 // M an empty mount point.
 var storeCommands = [][]string{
 	{"mount", "P", "M"}, {"stats", "P"}, {"verify", "P"}, {"gc", "P"}, {"repack", "P"},
-	{"log", "--store", "P", "a.txt"}, {"cat", "--store", "P", "a.txt"}, {"restore", "--store", "P", "a.txt", "--rev", "0"},
-	{"snapshot", "create", "P", "s"}, {"snapshot", "list", "P"},
+	{"log", "--store", "P", "a.txt"}, {"log", "--deleted", "--store", "P"}, {"cat", "--store", "P", "a.txt"}, {"restore", "--store", "P", "a.txt", "--rev", "0"},
+	{"snapshot", "create", "P", "s"}, {"snapshot", "list", "P"}, {"snapshot", "delete", "P", "s"},
+	{"snapshot", "rename", "P", "s", "t"}, {"snapshot", "prune", "P", "--keep-last", "1"},
 }
 
 // withPaths replaces P and M in a command by store and mnt.
