@@ -69,9 +69,9 @@ func recoverCorrupt(dir string, err *error) {
 // checkFiles verifies what badger would read unchecked, or check in its
 // own goroutines (where a panic on bad bytes kills the process): the
 // MANIFEST (each change set's CRC), the KEYREGISTRY (its sanity text;
-// badger's error on it is a key mismatch), and every table the MANIFEST
-// lists, whole: footer, index checksum, then every block's checksum. A
-// new index (no MANIFEST) has nothing to check.
+// badger's error on it is a key mismatch), the logs' headers, and every
+// table the MANIFEST lists, whole: footer, index checksum, then every
+// block's checksum. A new index (no MANIFEST) has nothing to check.
 //
 // Badger itself could verify tables at open (OnTableRead), but in its
 // own goroutines, and it turns a block that fails to read during a Get
@@ -101,9 +101,40 @@ func checkFiles(dir string, opt badger.Options) (err error) {
 		return corrupt(dir, badger.KeyRegistryFileName, err)
 	}
 	kr.Close()
+	if err := checkLogHeaders(dir); err != nil {
+		return err
+	}
 	for id, tm := range m.Tables {
 		if err := checkTable(dir, id, table.Options{ChkMode: options.OnTableRead, Compression: tm.Compression, BlockSize: opt.BlockSize}); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkLogHeaders checks the header of each value log and memtable log:
+// its first 8 bytes name the encryption key of its entries, 0 here (the
+// index is not encrypted); badger fails on another with "Invalid datakey
+// id", after logging an error line of its own.
+func checkLogHeaders(dir string) error {
+	var logs []string
+	for _, pat := range []string{"*.vlog", "*.mem"} {
+		m, _ := filepath.Glob(filepath.Join(dir, pat))
+		logs = append(logs, m...)
+	}
+	for _, p := range logs {
+		b := make([]byte, 8)
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
+		_, err = io.ReadFull(f, b)
+		f.Close()
+		if err != nil {
+			continue // shorter than a header: badger starts it again
+		}
+		if k := binary.BigEndian.Uint64(b); k != 0 {
+			return corrupt(dir, filepath.Base(p), fmt.Sprintf("header names encryption key %d, and the index is not encrypted", k))
 		}
 	}
 	return nil

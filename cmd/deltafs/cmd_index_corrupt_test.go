@@ -8,8 +8,9 @@ import (
 )
 
 // TestIndexCorruptCLI flips one byte at a time, at offsets spread over
-// every table of a real store's badger index and over its MANIFEST and
-// at every one of a table's last 16 bytes (its footer), and runs verify,
+// every table of a real store's badger index and over its MANIFEST, at
+// every one of a table's last 16 bytes (its footer) and in the value
+// log's header, and runs verify,
 // stats and gc on it: each must say, on one line, that the index is
 // corrupt, verify with exit 8 (a problem), stats and gc with exit 1;
 // none may panic (exit 2 from the runtime kills the test binary) or
@@ -27,6 +28,11 @@ func TestIndexCorruptCLI(t *testing.T) {
 	targets := map[string][]int64{}
 	for _, p := range append(tables, filepath.Join(store, "index", "MANIFEST")) {
 		targets[p] = flipOffsets(t, p)
+	}
+	// A log's header names its encryption key (bytes 0-7).
+	logs, _ := filepath.Glob(filepath.Join(store, "index", "*.vlog"))
+	for _, p := range logs {
+		targets[p] = []int64{0, 3, 7}
 	}
 	n := 0
 	for p, offs := range targets {
