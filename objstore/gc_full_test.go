@@ -14,14 +14,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestGCFullDisk runs gc on a store in a small filesystem filled to
+// TestGCFullDisk runs gc on a store in a small filesystem (32 MiB) filled to
 // leave too little room for the kept revisions' rewrite: gc fails with
 // ENOSPC and removes its shadow (a failed run's shadow was left behind,
 // and the next run resumed it, failed the same way and grew it); twice,
 // the free space not shrinking. The store still verifies, and gc
 // succeeds once there is room.
 func TestGCFullDisk(t *testing.T) {
-	fsdir := testutil.LoopFS(t, 64<<20)
+	fsdir := testutil.LoopFS(t, 32<<20)
 	dir := filepath.Join(fsdir, "store")
 	live := fullDiskStore(t, dir)
 	opt := GCOptions{Live: func() (map[index.FileID]bool, error) { return live, nil }}
@@ -53,36 +53,29 @@ func TestGCFullDisk(t *testing.T) {
 	verifyDir(t, dir)
 }
 
-// fullDiskStore writes 12 files of two 1 MiB random revisions each,
-// interleaved so that every segment holds records of every file, and
-// returns the live files: all but the last, whose revisions gc removes
-// (so it rewrites every segment).
+// fullDiskStore writes 10 files of 1 MiB of random bytes, in segments of
+// 4 MiB, and returns the live files: all but the first, whose revision
+// gc removes (so it rewrites the first segment and the others' records
+// stored after it: the whole store).
 func fullDiskStore(t *testing.T, dir string) map[index.FileID]bool {
-	s, err := Open(dir, Config{Create: true, SegmentSize: 4 << 20})
+	s, err := Open(dir, Config{Create: true, SegmentSize: 4 << 20, FastFulltexts: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	ids := make([]index.FileID, 12)
-	prev := make([]index.RevID, len(ids))
+	rng := rand.NewChaCha8([32]byte{1})
+	ids := make([]index.FileID, 10)
 	live := map[index.FileID]bool{}
 	for i := range ids {
 		if ids[i], err = s.NewFile("f"); err != nil {
 			t.Fatal(err)
 		}
-		live[ids[i]] = i < len(ids)-1
+		live[ids[i]] = i > 0
 	}
-	for range 2 {
-		for i, id := range ids {
-			data := make([]byte, 1<<20)
-			for j := range data {
-				data[j] = byte(rng.Uint32())
-			}
-			e, err := s.Put(context.Background(), PutRequest{File: id, Data: data, P1: prev[i]})
-			if err != nil {
-				t.Fatal(err)
-			}
-			prev[i] = e.ID()
+	for _, id := range ids {
+		data := make([]byte, 1<<20)
+		rng.Read(data)
+		if _, err := s.Put(context.Background(), PutRequest{File: id, Data: data}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if err := s.Close(); err != nil {
