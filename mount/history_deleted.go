@@ -25,9 +25,12 @@ import (
 // gc would treat as deleted, and a file gc emptied is not listed. Each
 // is named by its record's name (index.FileMeta.Name), which every put
 // of the mount sets to the path the content was read from
-// (objstore.PutRequest.Name): where its last revision was recorded (a
-// file renamed after its last change and then removed is named by its
-// path before the rename).
+// (objstore.PutRequest.Name), and the unlink of a file that may have
+// moved in this mount to the path it left (storeSink.removed, with the
+// next group commit: Recorder.moves keeps an rm -rf of files that never
+// moved from queueing anything). A file moved in an earlier mount after
+// its last change, or removed outside a mount, keeps its last
+// revision's path.
 //
 // A history call whose path names no live file takes the newest deleted
 // file last recorded there (FileInfo.Deleted says so); Target.File picks
@@ -95,6 +98,9 @@ func (h *historian) liveFiles(ctx context.Context) (map[index.FileID]string, err
 		if err := h.rec.Sync(ctx); err != nil {
 			return nil, fmt.Errorf("record pending changes: %w", err)
 		}
+	}
+	if err := h.st.Flush(); err != nil { // the names removals set (storeSink.removed)
+		return nil, err
 	}
 	ids, err := readIDs(h.dir)
 	if err != nil {

@@ -182,3 +182,32 @@ func TestDeletedFileHistory(t *testing.T) {
 		t.Errorf("the live file's history after gc: %+v, %v", lg, err)
 	}
 }
+
+// TestDeletedFileNamedByItsLastPath: a file moved after its last change
+// (itself, then with its directory) and then removed is listed, and
+// found, by the path it was removed from, after a remount too.
+func TestDeletedFileNamedByItsLastPath(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	ctx := context.Background()
+	l := start(t, store)
+	mustDo(t, os.WriteFile(l.mnt+"/a.txt", []byte("moved, then removed\n"), 0o644))
+	mustDo(t, os.WriteFile(l.mnt+"/stay.txt", []byte("removed where it was made\n"), 0o644))
+	mustDo(t, l.rec.Sync(ctx))
+	mustDo(t, os.Mkdir(l.mnt+"/d", 0o755))
+	mustDo(t, os.Rename(l.mnt+"/a.txt", l.mnt+"/d/a.txt"))
+	mustDo(t, os.Rename(l.mnt+"/d", l.mnt+"/e"))
+	mustDo(t, os.Remove(l.mnt+"/e/a.txt"))
+	mustDo(t, os.Remove(l.mnt+"/stay.txt"))
+	mustDo(t, l.rec.Sync(ctx))
+	l.stop(t)
+
+	l = start(t, store)
+	c := connect(t, l.mnt, true)
+	list := deletedPaths(t, c, "")
+	if len(list) != 2 || list[0].Path != "stay.txt" && list[1].Path != "stay.txt" || list[0].Path != "e/a.txt" && list[1].Path != "e/a.txt" {
+		t.Fatalf("deleted: %+v", list)
+	}
+	if _, data, err := c.Cat(ctx, Target{Path: "e/a.txt"}, RevSpec{}); err != nil || string(data) != "moved, then removed\n" {
+		t.Fatalf("cat of the path it was removed from: %q, %v", data, err)
+	}
+}

@@ -26,6 +26,10 @@ type Event struct {
 	// path by a rename (vacated.go): the sink forks its history there if
 	// it is still alive.
 	LivesAt string
+	// Moved is set on a Remove of a file that may have moved in this
+	// mount (renamed itself, or a directory was): its path may not be
+	// the one its last revision was recorded at (see Recorder.moved).
+	Moved bool
 
 	redo *redo // a pending file of the journal to redo (journal_redo.go)
 	// read is signalled once the sink has read what it records of the
@@ -93,6 +97,7 @@ type Recorder struct {
 	reads   map[fs.FileID]*readSignal // read signal of the event at seq, if a change
 	bound   map[fs.FileID]uint64      // queue position of the last rename of a file over another
 	vac     vacated                   // paths files left lately (vacated.go)
+	moves   moves                     // which files may have moved (Event.Moved)
 	reports uint64                    // Changed calls so far
 	enq     uint64                    // events queued so far
 	done    uint64                    // events the sink finished
@@ -255,6 +260,7 @@ func (r *Recorder) releaseLocked(k fs.FileID) {
 func (r *Recorder) Renamed(ev fs.Rename) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.moves.note(ev)
 	if h := r.held[ev.ID]; h != nil && !ev.ID.IsZero() {
 		if !ev.Replaced.IsZero() {
 			r.releaseLocked(ev.Replaced) // the original's revision comes first
@@ -280,7 +286,7 @@ func (r *Recorder) Removed(ev fs.Remove) {
 	if !ev.Dir && !ev.ID.IsZero() {
 		r.vac.left(ev.Path, ev.ID, "", time.Now())
 	}
-	r.pushUnlessIgnored(Event{Remove: &ev})
+	r.pushUnlessIgnored(Event{Remove: &ev, Moved: r.moves.moved(ev.ID)})
 }
 
 // TakesUnlinks implements fs.UnlinkListener: the Recorder notes which

@@ -42,10 +42,20 @@ func (s *seenSink) RecordBatch(ctx context.Context, evs []Event, done func([]err
 
 // TestIgnoredEventsAreNotQueued: git writes each object as a temporary
 // file, links it into place and unlinks the temporary name. The store
-// sink records nothing for links and removals, so the Recorder does not
-// queue them: the changes between them are still recorded in one window
-// (one group commit), and every file gets its revision.
+// sink records nothing for links, for removals of a file that lives on
+// (Nlink gathered, 1) and of files that did not move in this mount, so
+// the Recorder does not queue them; an unlink whose link count fs did
+// not gather (0, as in a mount), once a directory has moved, is queued,
+// to name a deleted file's history, and taken in stride by the windows.
+// Either way the changes between them are recorded in one window (one
+// group commit), and every file gets its revision.
 func TestIgnoredEventsAreNotQueued(t *testing.T) {
+	for _, nlink := range []uint32{1, 0} {
+		t.Run(fmt.Sprint("nlink ", nlink), func(t *testing.T) { testIgnoredEvents(t, nlink) })
+	}
+}
+
+func testIgnoredEvents(t *testing.T, nlink uint32) {
 	dir, st, sink := openTestSink(t)
 	sink.log = failOnError(t)
 	seen := &seenSink{lockedSink: &lockedSink{sink: sink}, gate: make(chan struct{})}
@@ -56,6 +66,9 @@ func TestIgnoredEventsAreNotQueued(t *testing.T) {
 	content := func(i int) []byte { return testutil.Bytes(uint64(i), 200+i*13) }
 	ids := make([]fs.FileID, n)
 	c0 := storeStats(t, st)
+	if nlink == 0 {
+		r.Renamed(fs.Rename{From: "d", To: "e", Dir: true})
+	}
 	for i := range n {
 		tmp, obj := filepath.Join(dir, fmt.Sprintf("tmp%d", i)), filepath.Join(dir, fmt.Sprintf("obj%d", i))
 		if err := os.WriteFile(tmp, content(i), 0o644); err != nil {
@@ -76,7 +89,7 @@ func TestIgnoredEventsAreNotQueued(t *testing.T) {
 		if err := os.Remove(tmp); err != nil {
 			t.Fatal(err)
 		}
-		r.Removed(fs.Remove{Path: filepath.Base(tmp), ID: ids[i], Nlink: 1})
+		r.Removed(fs.Remove{Path: filepath.Base(tmp), ID: ids[i], Nlink: nlink})
 		r.Renamed(fs.Rename{From: "x", To: "y", ID: fs.NewFileID()}) // over nothing: binds nothing
 	}
 	close(seen.gate) // the backlog is queued: at most the first change went ahead of it
@@ -86,8 +99,8 @@ func TestIgnoredEventsAreNotQueued(t *testing.T) {
 	seen.mu.Lock()
 	changes, others := seen.changes, seen.others
 	seen.mu.Unlock()
-	if changes != n || others != 0 {
-		t.Errorf("the sink was handed %d changes and %d other events, want %d and 0", changes, others, n)
+	if want := map[uint32]int{1: 0, 0: n}[nlink]; changes != n || others != want {
+		t.Errorf("the sink was handed %d changes and %d other events, want %d and %d", changes, others, n, want)
 	}
 	c1 := storeStats(t, st)
 	puts, commits := c1.Puts-c0.Puts, c1.Commits-c0.Commits
@@ -115,7 +128,11 @@ func TestStoreSinkIgnores(t *testing.T) {
 		ev   Event
 		want bool
 	}{
-		{Event{Remove: &fs.Remove{Path: "a", ID: a}}, true},
+		{Event{Remove: &fs.Remove{Path: "a", ID: a}}, true},               // where its last revision was recorded
+		{Event{Remove: &fs.Remove{Path: "a", ID: a}, Moved: true}, false}, // names a deleted file's history
+		{Event{Remove: &fs.Remove{Path: "a", ID: a, Nlink: 1}, Moved: true}, true},
+		{Event{Remove: &fs.Remove{Path: "d", Dir: true}}, true},
+		{Event{Remove: &fs.Remove{}}, true}, // IgnoresRemovesAndLinks' probe
 		{Event{Link: &fs.Link{Path: "b", Target: "a", ID: a}}, true},
 		{Event{Rename: &fs.Rename{From: "a", To: "b", ID: a}}, true},
 		{Event{Rename: &fs.Rename{From: "a", To: "b", ID: a, Replaced: b, Exchange: true}}, true},

@@ -112,16 +112,49 @@ func (s *storeSink) Record(ctx context.Context, ev Event) error {
 		return s.change(ctx, ev.Change, ev.Continues, ev.LivesAt, ev.read)
 	case ev.Rename != nil && binds(ev.Rename):
 		return s.renamedOver(ctx, ev.Rename)
+	case ev.Remove != nil && namesDeleted(ev):
+		return s.removed(ev.Remove)
 	}
 	return nil
 }
 
-// Ignores implements IgnoringSink: Record does nothing for removals,
-// links and renames that bind no identity. Nothing in the store follows
-// names: a removed file's revisions stay until gc, and a change still
-// pending when its file is removed reads the file through fs.Change.
+// namesDeleted reports whether removal ev may name a deleted file: the
+// unlink of a regular file with a live identity and no link left, as
+// far as fs says (it gathers no link count for the Recorder,
+// fs.UnlinkListener, so a file may live on through another link: its
+// own removal names it again, and so does its next change's revision),
+// that may have moved since its last revision (Event.Moved: else its
+// record is named by the path it left already).
+func namesDeleted(ev Event) bool {
+	r := ev.Remove
+	return ev.Moved && !r.Dir && !r.ID.IsZero() && r.Nlink == 0
+}
+
+// removed names the store file of the unlinked live file r.ID, if it has
+// one, by the path it left (objstore.Store.SetName: written with the next
+// group commit, if it moved since its last revision), where "deltafs log
+// --deleted" lists it (history_deleted.go).
+func (s *storeSink) removed(r *fs.Remove) error {
+	fid := s.ids[r.ID]
+	if fid == 0 {
+		return nil
+	}
+	if err := s.st.SetName(fid, r.Path); err != nil {
+		return fmt.Errorf("%s: name the removed file's history: %w", r.Path, err)
+	}
+	return nil
+}
+
+// Ignores implements IgnoringSink: Record does nothing for links,
+// removals that name no deleted file (see namesDeleted) and renames that bind
+// no identity. Nothing in the store follows names but a deleted file's
+// last path: a removed file's revisions stay until gc, and a change
+// still pending when its file is removed reads the file through
+// fs.Change. (The zero Remove, which Recorder.IgnoresRemovesAndLinks
+// asks about, is ignored: fs gathers nothing for removals but the
+// unlinks it reports anyway, fs.UnlinkListener.)
 func (s *storeSink) Ignores(ev Event) bool {
-	return ev.Change == nil && ev.redo == nil && (ev.Remove != nil || ev.Link != nil || ev.Rename != nil && !binds(ev.Rename))
+	return ev.Change == nil && ev.redo == nil && (ev.Remove != nil && !namesDeleted(ev) || ev.Link != nil || ev.Rename != nil && !binds(ev.Rename))
 }
 
 // binds reports whether a rename may give the renamed file the replaced

@@ -62,7 +62,7 @@ func batchable(ev Event) bool {
 // recordWindow records a window of events from the start of evs and
 // returns the error of each event it took (at least one).
 func (s *storeSink) recordWindow(ctx context.Context, evs []Event) []error {
-	if !batchable(evs[0]) {
+	if !batchable(evs[0]) && evs[0].Remove == nil {
 		return []error{s.Record(ctx, evs[0])}
 	}
 	jobs, errs := s.stageWindow(evs)
@@ -182,8 +182,9 @@ func lowerPriority() {
 	_ = syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), backgroundNice)
 }
 
-// stageWindow stages the longest run of batchable changes from the start
-// of evs whose files are distinct (by live identity and by store file),
+// stageWindow stages the longest run of batchable changes (and removals,
+// recorded at once: see Record) from the start of evs whose files are
+// distinct (by live identity and by store file),
 // within maxWindow and maxWindowBytes. jobs[i] is nil for an event that
 // failed to stage (errs[i] says why).
 func (s *storeSink) stageWindow(evs []Event) (jobs []*job, errs []error) {
@@ -191,6 +192,13 @@ func (s *storeSink) stageWindow(evs []Event) (jobs []*job, errs []error) {
 	keys := map[fs.FileID]bool{}
 	var bytes int64
 	for _, ev := range evs {
+		if ev.Remove != nil {
+			// Taken in stride (a look at a record): git unlinks the temp name of every object
+			// it writes, and windows cut there would cost a commit each;
+			// an rm -rf's are recorded a window at a time.
+			jobs, errs = append(jobs, nil), append(errs, s.Record(context.Background(), ev))
+			continue
+		}
 		if !batchable(ev) {
 			break
 		}

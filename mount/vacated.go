@@ -165,3 +165,38 @@ func (r *Recorder) renamedPaths(ev fs.Rename) {
 		r.vac.left(ev.From, ev.ID, ev.To, time.Now())
 	}
 }
+
+// moves remembers which files may have moved in this mount, with r.mu
+// held: the store sink names a removed file's history by the path it
+// left only when it may differ from the path its last revision was
+// recorded at (storeSink.removed), so that an rm -rf of files that
+// never moved queues nothing.
+type moves struct {
+	ids  map[fs.FileID]struct{}
+	dirs bool // a directory moved, or too many files did: any file may have
+}
+
+// maxMoves caps the files moves remembers one by one.
+const maxMoves = 1 << 16
+
+// note takes rename ev into account.
+func (m *moves) note(ev fs.Rename) {
+	if ev.Dir || len(m.ids) >= maxMoves {
+		m.dirs = true
+		return
+	}
+	if m.ids == nil {
+		m.ids = map[fs.FileID]struct{}{}
+	}
+	for _, id := range []fs.FileID{ev.ID, ev.Replaced} { // an exchange moves both
+		if !id.IsZero() && (id == ev.ID || ev.Exchange) {
+			m.ids[id] = struct{}{}
+		}
+	}
+}
+
+// moved reports whether file id may have moved.
+func (m *moves) moved(id fs.FileID) bool {
+	_, ok := m.ids[id]
+	return m.dirs || ok
+}

@@ -324,6 +324,47 @@ func (s *Store) NewFiles(names []string) ([]index.FileID, error) {
 // File returns the committed record of file f (name, revision count).
 func (s *Store) File(f index.FileID) (index.FileMeta, error) { return s.idx.File(f) }
 
+// SetName makes name file f's name (index.FileMeta.Name), unless it is
+// that already (then it costs one look at the record, often cached). It
+// does not wait: the next group commit (or Flush, or Close) writes it,
+// so an rm -rf of files that moved costs no commit per file. The mount
+// names a file removed from the live tree by the path it left, so that
+// a deleted file is found where it was last, also when it moved after
+// its last revision; a name lost to a crash leaves the one of its last
+// revision.
+func (s *Store) SetName(f index.FileID, name string) error {
+	s.wmu.Lock()
+	err := s.canPut()
+	var meta *index.FileMeta
+	if err == nil {
+		meta, err = s.fileMeta(f)
+	}
+	if err != nil || meta.Name == name {
+		s.wmu.Unlock()
+		return err
+	}
+	meta.Name = name
+	if s.open == nil {
+		s.open = &batch{done: make(chan struct{}), b: index.Batch{Files: map[index.FileID]index.FileMeta{}}}
+	}
+	s.open.b.Files[f] = *meta
+	s.open.b.Tail = s.segs.tail()
+	s.wmu.Unlock()
+	return nil
+}
+
+// Flush commits whatever waits for the next group commit (the names
+// SetName set, puts not yet waited for).
+func (s *Store) Flush() error {
+	s.wmu.Lock()
+	b := s.open
+	s.wmu.Unlock()
+	if b == nil {
+		return nil
+	}
+	return s.wait(b)
+}
+
 // Files calls fn with the committed record of every file, in FileID
 // order.
 func (s *Store) Files(ctx context.Context, fn func(index.FileID, index.FileMeta) error) error {
