@@ -136,7 +136,7 @@ func (h *historian) target(ctx context.Context, t Target) (FileInfo, liveFile, i
 				return d.FileInfo, lf, index.FileID(d.File), nil
 			}
 		}
-		return FileInfo{}, lf, 0, err
+		return FileInfo{}, lf, 0, &kindError{msg: lf.Rel + ": no such file, nor a deleted file's history", kind: errNoLiveFile}
 	}
 	fid := index.FileID(t.File)
 	m, err := h.st.File(fid)

@@ -105,6 +105,13 @@ func TestHistoryCLIDeleted(t *testing.T) {
 	if out, _ := run("log", "--deleted", store); out != "" {
 		t.Fatalf("log --deleted STORE after the restores: %q", out)
 	}
+	if out, _ := run("log", "--deleted", "--json", "--store", store); out != "[]\n" {
+		t.Fatalf("log --deleted --json with none: %q", out)
+	}
+	c = exec.Command(binary, "cat", "--store", store, "nosuch")
+	if b, err := c.CombinedOutput(); exitStatus(err) != exitNotFound || !strings.Contains(string(b), "nosuch: no such file, nor a deleted file's history") {
+		t.Fatalf("cat of a path no file had: %v, %q", err, b)
+	}
 }
 
 // jsonNum formats n as the CLI prints it.

@@ -77,6 +77,9 @@ func logDeleted(cmd *cobra.Command, t *historyTarget, args []string) error {
 			return err
 		}
 		if t.asJSON {
+			if list == nil {
+				list = []mount.DeletedFile{} // [], not null
+			}
 			return printJSON(cmd.OutOrStdout(), list)
 		}
 		return printDeleted(cmd.OutOrStdout(), list, forPeople(cmd))
