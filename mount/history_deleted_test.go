@@ -185,7 +185,8 @@ func TestDeletedFileHistory(t *testing.T) {
 
 // TestDeletedFileNamedByItsLastPath: a file moved after its last change
 // (itself, then with its directory) and then removed is listed, and
-// found, by the path it was removed from, after a remount too.
+// found, by the path it was removed from, after a remount too (a
+// read-only one).
 func TestDeletedFileNamedByItsLastPath(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	ctx := context.Background()
@@ -201,7 +202,7 @@ func TestDeletedFileNamedByItsLastPath(t *testing.T) {
 	mustDo(t, l.rec.Sync(ctx))
 	l.stop(t)
 
-	l = start(t, store)
+	l = startWith(t, Config{Store: store, ReadOnly: true})
 	c := connect(t, l.mnt, true)
 	list := deletedPaths(t, c, "")
 	if len(list) != 2 || list[0].Path != "stay.txt" && list[1].Path != "stay.txt" || list[0].Path != "e/a.txt" && list[1].Path != "e/a.txt" {

@@ -55,3 +55,34 @@ func (s *ByteString) UnmarshalJSON(b []byte) error {
 	}
 	return errByteString
 }
+
+// MarshalJSON writes r with its snapshot names as ByteStrings.
+func (r RevInfo) MarshalJSON() ([]byte, error) {
+	type plain RevInfo // without these methods
+	out := struct {
+		plain
+		Snapshots []ByteString `json:"snapshots,omitempty"`
+	}{plain: plain(r)}
+	for _, s := range r.Snapshots {
+		out.Snapshots = append(out.Snapshots, ByteString(s))
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *RevInfo) UnmarshalJSON(b []byte) error {
+	type plain RevInfo
+	var in struct {
+		plain
+		Snapshots []ByteString `json:"snapshots,omitempty"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*r = RevInfo(in.plain)
+	r.Snapshots = nil
+	for _, s := range in.Snapshots {
+		r.Snapshots = append(r.Snapshots, string(s))
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"unicode/utf8"
 )
@@ -27,6 +28,14 @@ func TestByteStringJSON(t *testing.T) {
 		if err := json.Unmarshal(b, &old); utf8.ValidString(s) && (err != nil || old.Path != s) {
 			t.Errorf("%q: a plain string reader reads %q, %v", s, old.Path, err)
 		}
+	}
+	ri := RevInfo{Rev: 3, Size: 9, Base: "p1", Snapshots: []string{"ok", "s\xff\x80"}, P1: &RevRef{File: 2, Rev: 2}}
+	b, err := json.Marshal(FileLog{Revisions: []RevInfo{ri}})
+	mustDo(t, err)
+	var back FileLog
+	mustDo(t, json.Unmarshal(b, &back))
+	if len(back.Revisions) != 1 || !reflect.DeepEqual(back.Revisions[0], ri) || !bytes.Contains(b, []byte(`"snapshots":["ok",{"bytes":`)) {
+		t.Errorf("revision %+v sent as %s, read back as %+v", ri, b, back.Revisions)
 	}
 	var s ByteString
 	for _, bad := range []string{`12`, `[1]`, `{"bytes": "!!"}`, `true`} {
