@@ -130,7 +130,7 @@ type Controller interface {
 	// second parent, and returns it; a deleted file is made again.
 	Restore(ctx context.Context, t Target, rev *uint32) (FileRev, error)
 	// Deleted lists the deleted files whose history is still in the
-	// store, last recorded at dir or under it, newest first.
+	// store, whose last path is dir or under it, newest first.
 	Deleted(ctx context.Context, dir string) ([]DeletedFile, error)
 }
 

@@ -51,7 +51,7 @@
 // fsyncs, so that the live tree, its caches and the recorder see an
 // ordinary write; the sink records it as a fulltext put whose second
 // parent is the revision restored (usually a dedup of it). A path with
-// no live file names the newest deleted file last recorded there, and
+// no live file names the newest deleted file whose last path it is, and
 // a restore makes it again, bound to the same store file
 // (history_deleted.go). Names cross the socket as ByteStrings, byte for
 // byte (wire_bytes.go).

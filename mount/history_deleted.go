@@ -33,7 +33,7 @@ import (
 // revision's path.
 //
 // A history call whose path names no live file takes the newest deleted
-// file last recorded there (FileInfo.Deleted says so); Target.File picks
+// file whose last path it is (FileInfo.Deleted says so); Target.File picks
 // any store file by id. A restore of a deleted file makes it again, as
 // a new live file bound to the same store file (storeSink.adopting): its
 // history continues, and the restored revision's first parent is the

@@ -64,7 +64,7 @@ func infoOfRev(r objstore.Revision) RevInfo {
 }
 
 // Target names the file of a log, cat or restore: the live file at Path
-// or, when there is none, the deleted file last recorded at Path (the
+// or, when there is none, the deleted file whose last path it is (the
 // newest, if several were); or, File set, that store file, live or
 // deleted (Path is then where a restore of a deleted one writes it, its
 // last path if empty). Path is relative to the tree root.

@@ -22,7 +22,7 @@ func newCatCmd() *cobra.Command {
 		Long: `Write the content of one revision of the file at PATH to stdout, byte
 for byte: revision N (see "deltafs log"), the revision the snapshot NAME
 holds, or the newest. PATH is as for "deltafs log": a path where no file
-lives now names the newest deleted file last recorded there; --id N
+lives now names the newest deleted file whose last path it is; --id N
 names file N.`,
 		Example: "  deltafs cat ~/work/notes.txt --snapshot before-refactor\n  deltafs cat --store ~/work.dfs notes.txt --rev 3 > old.txt",
 		Args:    t.args(false),

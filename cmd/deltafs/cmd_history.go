@@ -90,7 +90,7 @@ func sameFile(a, b string) bool {
 // unless --id named the file.
 func (h *historyTarget) noteDeleted(cmd *cobra.Command, f mount.FileInfo) {
 	if f.Deleted && h.id == 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "deltafs: %s was deleted: file %d, the newest deleted file recorded there ('deltafs log --deleted' lists them, --id picks one)\n", f.Path, f.File)
+		fmt.Fprintf(cmd.ErrOrStderr(), "deltafs: %s was deleted: file %d, the newest deleted file that was there ('deltafs log --deleted' lists them, --id picks one)\n", f.Path, f.File)
 	}
 }
 

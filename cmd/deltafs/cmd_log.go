@@ -18,7 +18,7 @@ func newLogCmd() *cobra.Command {
 	var t historyTarget
 	var deleted bool
 	cmd := &cobra.Command{
-		Use:   "log PATH | log --deleted [DIR]",
+		Use:   "log PATH | --deleted [DIR]",
 		Short: "List every revision of a file: time, size, delta base, chain, snapshots",
 		Long: `List every revision of the file at PATH, oldest first: its number, when
 it was recorded (UTC), its size, how it is stored (full, or a delta
@@ -31,7 +31,8 @@ before the call) or inside an unmounted store's live directory; or give
 file's revisions, plus one look at each snapshot's reference set.
 
 A PATH where no file lives now names the newest deleted file whose last
-revision was recorded there, if its history is still in the store (gc
+path it is (where it was removed from, or its last revision recorded),
+if its history is still in the store (gc
 removes a deleted file's revisions that no snapshot holds). --deleted
 lists those files, newest first: the time and size of the last
 revision, the file's id (for --id), its revisions left, its last path;

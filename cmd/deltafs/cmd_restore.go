@@ -26,8 +26,8 @@ revision whose second parent is N: nothing of the history is lost, and
 "deltafs log" shows the restore. On a mounted store the running mount
 writes it, like any writer; PATH is as for "deltafs log".
 
-A PATH where no file lives now names the newest deleted file last
-recorded there: restore makes it again at PATH (mode 0600: the store
+A PATH where no file lives now names the newest deleted file whose last
+path it is: restore makes it again at PATH (mode 0600: the store
 keeps no mode), from revision N or, without --rev, its newest, and its
 history goes on. --id N names a deleted file by its id ('deltafs log
 --deleted'), made again at PATH, or at its last path when PATH is left
