@@ -38,9 +38,6 @@ var (
 	_ = (gofs.FileSetattrer)((*handle)(nil))
 	_ = (gofs.FileLseeker)((*handle)(nil))
 	_ = (gofs.FileAllocater)((*handle)(nil))
-	_ = (gofs.FileGetlker)((*handle)(nil))
-	_ = (gofs.FileSetlker)((*handle)(nil))
-	_ = (gofs.FileSetlkwer)((*handle)(nil))
 
 	_ = (gofs.FilePassthroughFder)((*passthroughHandle)(nil))
 	_ = (gofs.FileReleaser)((*passthroughHandle)(nil))

@@ -132,18 +132,6 @@ func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) sy
 	return 0
 }
 
-func (h *handle) Getlk(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32, out *fuse.FileLock) syscall.Errno {
-	return h.lf.Getlk(ctx, owner, lk, flags, out)
-}
-
-func (h *handle) Setlk(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32) syscall.Errno {
-	return h.lf.Setlk(ctx, owner, lk, flags)
-}
-
-func (h *handle) Setlkw(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32) syscall.Errno {
-	return h.lf.Setlkw(ctx, owner, lk, flags)
-}
-
 // Read is reached only when the kernel did not take the passthrough
 // (no CAP_PASSTHROUGH, or not root).
 func (h *passthroughHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {

@@ -33,6 +33,17 @@ const maxWrite = 1 << 20
 // one), which the loopback pays too, on top of its passthrough write.
 const killprivV2 = fuse.CAP_HANDLE_KILLPRIV_V2
 
+// File locks (fcntl, flock) are left to the kernel: without
+// CAP_POSIX_LOCKS and CAP_FLOCK_LOCKS it keeps them itself, with Linux's
+// own semantics, for every file of the mount, the read-only views' as the
+// live tree's. Every process that locks a file of the mount goes through
+// this kernel, so nothing needs the server. With the locks handed to the
+// server (go-fuse's EnableLocks), a file of .snapshots or .history could
+// not be locked at all (EOPNOTSUPP: sqlite3 could not open a database
+// there), and the live tree emulated them with OFD locks on its backing
+// descriptors, under which a flock and an fcntl lock of one process
+// conflicted, as they do not on a local file system.
+
 // Options returns the go-fuse options the live tree is meant to be
 // mounted with; a caller adds mount-level choices (AllowOther, read-only,
 // DirectMount).
@@ -40,10 +51,9 @@ func Options() *gofs.Options {
 	t, neg := cacheTimeout, liveTimeout
 	return &gofs.Options{
 		MountOptions: fuse.MountOptions{
-			FsName:      "deltafs",
-			Name:        "deltafs",
-			EnableLocks: true,
-			MaxWrite:    maxWrite,
+			FsName:   "deltafs",
+			Name:     "deltafs",
+			MaxWrite: maxWrite,
 			// With CAP_ATOMIC_O_TRUNC an open with O_TRUNC reaches Open
 			// with the flag (go-fuse does not ask for it by default, and
 			// then the kernel sends a plain OPEN and a SETATTR of size 0):
