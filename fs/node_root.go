@@ -55,8 +55,13 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	return ch, errno
 }
 
-// OpendirHandle lists a directory; the root's listing hides any live
-// .snapshots and .history and shows the reserved ones.
+// OpendirHandle lists a directory. The root's listing leaves out
+// .snapshots and .history (the reserved ones, and any live file of those
+// names, which the mount never shows): like ZFS's .zfs, they are reached
+// by name (cd, ls, a path) but not listed, so that du, find, tar, rsync
+// and backups of the mount walk the live tree, not every snapshot and
+// revision of it once more. (Listed, a du of a 104 MB tree with a few
+// snapshots and histories reported 3.4 GB.)
 func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if !n.isRoot() {
 		fh, fuseFlags, errno := n.LoopbackNode.OpendirHandle(ctx, flags)
@@ -80,8 +85,6 @@ func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle
 			ents = append(ents, e)
 		}
 	}
-	ents = append(ents, fuse.DirEntry{Name: SnapshotsName, Mode: syscall.S_IFDIR, Ino: snapshotsIno},
-		fuse.DirEntry{Name: HistoryName, Mode: syscall.S_IFDIR, Ino: historyIno})
 	return &listDir{ents: ents}, 0, 0
 }
 

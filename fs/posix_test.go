@@ -25,8 +25,8 @@ func TestPosix(t *testing.T) {
 				t.Skip(why)
 			}
 			m := mountLive(t)
-			// A subdirectory: the root lists .snapshots and .history, which the
-			// directory tests do not expect.
+			// A subdirectory: at the root, .snapshots and .history exist
+			// (unlisted), which the directory tests do not expect.
 			dir := m.path("posix")
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				t.Fatal(err)

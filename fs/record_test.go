@@ -284,8 +284,8 @@ func TestSnapshotsNameReserved(t *testing.T) {
 	if err != nil || !st.IsDir() {
 		t.Fatalf("stat .snapshots: %v, %v", st, err)
 	}
-	ents, err := os.ReadDir(m.mnt)
-	if err != nil || len(ents) != 2 || ents[0].Name() != fs.HistoryName || ents[1].Name() != fs.SnapshotsName {
+	ents, err := os.ReadDir(m.mnt) // reached by name, never listed
+	if err != nil || len(ents) != 0 {
 		t.Fatalf("root lists %v, %v", ents, err)
 	}
 	if err := os.WriteFile(m.path("f"), nil, 0o644); err != nil {

@@ -232,7 +232,7 @@ func TestHistoryReadOnly(t *testing.T) {
 	for _, e := range ents {
 		top = append(top, e.Name())
 	}
-	if err != nil || !slices.Equal(top, []string{".history", ".snapshots", "d"}) {
+	if err != nil || !slices.Equal(top, []string{"d"}) { // the views are reached by name, not listed
 		t.Errorf("ls of the root: %q, %v", top, err)
 	}
 	mustDo(t, os.Mkdir(m+"/d/.history", 0o755))
