@@ -133,6 +133,12 @@ func (f *FS) Close() error {
 // Root returns the root node to mount.
 func (f *FS) Root() gofs.InodeEmbedder { return f.root }
 
+// RootStableAttr is the root's gofs.Options.RootStableAttr: the live
+// directory's inode number, which go-fuse's loopback numbering gives no
+// other file (the same device's numbers pass unchanged), where go-fuse
+// would report 0 (ls -id printed "?").
+func (f *FS) RootStableAttr() *gofs.StableAttr { return &gofs.StableAttr{Ino: f.rootIno} }
+
 // DisablePassthrough makes later read-only opens go through the server
 // (the mount calls it when the kernel lacks CAP_PASSTHROUGH).
 func (f *FS) DisablePassthrough() { f.passthrough.Store(false) }

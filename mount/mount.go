@@ -218,6 +218,7 @@ func (m *running) mount(mnt string, cfg Config) error {
 	opts.DirectMount = os.Geteuid() == 0                                   // fusermount3 otherwise
 	opts.Logger = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug) // go-fuse diagnostics (orphaned nodes, ...) are not for users
 	opts.FsName = m.store                                                  // the CLI finds the store from inside the mount
+	opts.RootStableAttr = m.fsys.RootStableAttr()
 	server, err := gofs.Mount(mnt, m.fsys.Root(), opts)
 	if err != nil {
 		return fmt.Errorf("mount on %s: %w", mnt, err)
