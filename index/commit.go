@@ -30,6 +30,9 @@ type Batch struct {
 // numbers the next put of the file takes again, over them; or entries
 // the file records count that no dedup finds yet.
 func (db *DB) Commit(b *Batch) error {
+	if err := db.beginWrite(); err != nil { // nothing written: see ErrRefused
+		return fmt.Errorf("index: commit %d entries: %w: %w", len(b.Entries), ErrRefused, err)
+	}
 	err := db.update(func(txn *badger.Txn) error {
 		for i := range b.Entries {
 			if err := setEntry(txn, &b.Entries[i]); err != nil {

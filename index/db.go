@@ -36,6 +36,7 @@ type DB struct {
 	holds  *holdStamp // the stamp the hold rows are known valid for; nil: not (holds_stamp.go)
 
 	wrote atomic.Bool // a write was attempted since Open: Close settles (settle.go)
+	space space       // keeps badger's logs allocated (space.go)
 }
 
 // Memory settings. The mount runs for days next to the user's work, so the
@@ -47,7 +48,7 @@ const (
 	numMemtables   = 2
 	blockCacheSize = 16 << 20
 	indexCacheSize = 8 << 20
-	valueLogSize   = 64 << 20
+	valueLogSize   = 1 << 20 // badger's least: its files are allocated whole (space.go)
 	// levelZeroTables level-0 tables start a compaction into the base
 	// level.
 	levelZeroTables = 2
@@ -57,6 +58,9 @@ const (
 func Open(dir string, opt Options) (*DB, error) {
 	if !opt.ReadOnly {
 		if err := removeEmptyLogs(dir); err != nil {
+			return nil, err
+		}
+		if err := openRoom(dir); err != nil {
 			return nil, err
 		}
 	}
@@ -98,6 +102,9 @@ func badgerOptions(dir string, opt Options) badger.Options {
 // the next process to open it has nothing to compact.
 func (db *DB) Close() error {
 	reopen, end := false, time.Now().Add(settleWait)
+	if err := db.closeRoom(); err != nil {
+		return err
+	}
 	if !db.opt.ReadOnly && db.wrote.Load() {
 		db.waitSettled(end)
 		reopen = db.closeMayUnsettle()
@@ -119,7 +126,9 @@ const maxRetries = 16
 // badger.ErrConflict. It is the only place that commits.
 func (db *DB) update(fn func(txn *badger.Txn) error) (err error) {
 	defer recoverCorrupt(db.dir, &err)
-	db.wrote.Store(true)
+	if err = db.beginWrite(); err != nil {
+		return err
+	}
 	for range maxRetries {
 		err = db.bdb.Update(fn)
 		if !errors.Is(err, badger.ErrConflict) {
@@ -199,7 +208,10 @@ func (db *DB) NewFiles(names []string) ([]FileID, error) {
 		}
 	}
 	ids := make([]FileID, len(names))
-	db.wrote.Store(true)
+	if err := db.beginWrite(); err != nil {
+		db.alloc.Unlock()
+		return nil, fmt.Errorf("index: new file %q: %w", names[0], err)
+	}
 	txn := db.bdb.NewTransaction(true)
 	var err error
 	for i, name := range names {

@@ -11,6 +11,10 @@
 //     names data beyond the tail the store has fsynced;
 //   - all read-write transactions go through DB.update, the one place that
 //     retries on badger.ErrConflict;
+//   - every write begins with beginWrite (space.go), which keeps badger's
+//     memory-mapped logs allocated and refuses the write (ENOSPC) when the
+//     file system is too full for it: a store into a hole of a mapped file
+//     on a full disk is a SIGBUS, which kills the process;
 //   - a writable index is closed settled (settle.go): the next open finds
 //     nothing for badger to compact, so a mount starts quiet;
 //   - bad bytes in badger's files never panic nor read as "not found":

@@ -152,7 +152,9 @@ func (db *DB) writeBatch(l []kv) error {
 	if len(l) == 0 {
 		return nil
 	}
-	db.wrote.Store(true)
+	if err := db.beginWrite(); err != nil {
+		return err
+	}
 	wb := db.bdb.NewWriteBatch()
 	defer wb.Cancel()
 	for _, x := range l {

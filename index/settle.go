@@ -103,6 +103,9 @@ func (db *DB) closeMayUnsettle() bool {
 // settle opens the closed writable index in dir, waits for its
 // compactions (until end at most) and closes it again.
 func settle(dir string, opt Options, end time.Time) error {
+	if err := openRoom(dir); err != nil {
+		return nil // settling is worth no risk of a fault (space.go)
+	}
 	settleReopens.Add(1)
 	bdb, err := badger.Open(badgerOptions(dir, opt))
 	if err != nil {

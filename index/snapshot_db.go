@@ -18,7 +18,9 @@ func (db *DB) PutTrees(trees map[TreeHash][]byte) error {
 	if len(trees) == 0 {
 		return nil
 	}
-	db.wrote.Store(true)
+	if err := db.beginWrite(); err != nil {
+		return err
+	}
 	wb := db.bdb.NewWriteBatch()
 	defer wb.Cancel()
 	for h, b := range trees {

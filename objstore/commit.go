@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/deltafs/deltafs/index"
@@ -65,6 +66,14 @@ func (s *Store) flush(b *batch, dirty []uint32) error {
 	if err == nil {
 		err = s.idx.Commit(&b.b)
 	}
+	if err != nil && errors.Is(err, index.ErrRefused) {
+		err = fmt.Errorf("objstore: commit of %d revisions: %w", len(b.b.Entries), err)
+		rerr := s.takeBack(b, err)
+		if rerr == nil {
+			return err
+		}
+		err = fmt.Errorf("%w (taking the puts back: %w)", err, rerr)
+	}
 	if err != nil {
 		err = fmt.Errorf("objstore: commit of %d revisions: %w", len(b.b.Entries), err)
 		s.wmu.Lock()
@@ -112,4 +121,39 @@ func (s *Store) byHash(h uint64) ([]index.RevID, error) {
 	s.pmu.RUnlock()
 	more, err := s.idx.ByHash(h)
 	return append(ids, more...), err
+}
+
+// takeBack undoes the puts of b, whose commit the index refused before
+// writing anything (a full disk, index/space.go), and those appended
+// since, in the open batch, which fail with err too: their records are
+// cut off the segments back to the committed tail, their texts leave
+// the caches (their revision numbers will be taken again) and the
+// writer's file records are read again from the index. The store then
+// goes on as if those puts had never been made. Called by the commit
+// leader, cmu held; b's waiters get err from wait.
+func (s *Store) takeBack(b *batch, err error) error {
+	tail, terr := s.idx.Tail()
+	if terr != nil {
+		return terr
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if o := s.open; o != nil {
+		s.open = nil
+		o.err = err
+		s.forget(o)
+		s.unpend(o)
+		close(o.done)
+	}
+	s.forget(b)
+	clear(s.files)
+	return s.segs.rewind(tail)
+}
+
+// forget drops the texts of b's revisions from the caches.
+func (s *Store) forget(b *batch) {
+	for _, e := range b.b.Entries {
+		s.cache.remove(e.ID())
+		s.latest.remove(e.ID())
+	}
 }

@@ -115,3 +115,17 @@ func Holder(dir string) error {
 	}
 	return nil // closing f lets the shared lock go
 }
+
+// LeftBy returns the pid that dir's lock file names when nobody holds the
+// lock: a holder that lets the store go empties the file (release), so a
+// pid left in it is a holder that died holding the lock (killed,
+// crashed). "" when the lock is held or the file names nobody.
+func LeftBy(dir string) string {
+	if Holder(dir) != nil {
+		return ""
+	}
+	if e, ok := readHolder(dir, filepath.Join(dir, "LOCK")).(*LockError); ok {
+		return e.PID
+	}
+	return ""
+}

@@ -175,7 +175,9 @@ func (s *Store) canPut() error {
 	case s.cfg.ReadOnly:
 		return ErrReadOnly
 	}
-	return nil
+	// Refused before any byte is written, with a margin for the commit
+	// (index/space.go): a commit refused later breaks the store.
+	return s.idx.Room()
 }
 
 func (s *Store) checkRev(id index.RevID) (index.Entry, error) {

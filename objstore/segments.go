@@ -112,7 +112,13 @@ func (s *segments) append(parts ...[]byte) (seg uint32, off uint64, err error) {
 	}
 	for _, p := range parts {
 		if _, err := f.WriteAt(p, at); err != nil {
-			return 0, 0, fmt.Errorf("objstore: write segment %d at %d: %w", s.cur, at, err)
+			// What was written (a full disk takes part of a record) is cut
+			// off, as abortAppend does: nothing may lie past the tail.
+			err = fmt.Errorf("objstore: write segment %d at %d: %w", s.cur, at, err)
+			if terr := f.Truncate(s.curSize); terr != nil {
+				err = fmt.Errorf("%w (cutting it off after: %w)", err, terr)
+			}
+			return 0, 0, err
 		}
 		at += int64(len(p))
 	}
@@ -170,6 +176,35 @@ func (s *segments) abortAppend(f *os.File, start int64) error {
 	if err := f.Truncate(start); err != nil {
 		return fmt.Errorf("objstore: cut off segment %d at %d: %w", s.cur, start, err)
 	}
+	return nil
+}
+
+// rewind cuts the segments back to t, the committed tail: what lies past
+// it belongs to puts whose commit was refused (Store.takeBack). Called
+// with the store's writer mutex held.
+func (s *segments) rewind(t index.Tail) error {
+	cur, end := t.Seg, int64(t.End)
+	if cur == 0 {
+		cur = 1 // as openSegments
+	}
+	for n := cur; n <= s.cur; n++ {
+		at := int64(0)
+		if n == cur {
+			at = end
+		}
+		f, err := s.file(n, false)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := f.Truncate(at); err != nil {
+			return fmt.Errorf("objstore: cut segment %d back to %d: %w", n, at, err)
+		}
+	}
+	s.cur, s.curSize = cur, end
+	clear(s.dirty)
 	return nil
 }
 

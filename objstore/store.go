@@ -286,6 +286,10 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
+// Room reports whether the store's file system has room for a put and
+// its commit (index.DB.Room): an error matching syscall.ENOSPC if not.
+func (s *Store) Room() error { return s.idx.Room() }
+
 // NewFile allocates a file identity.
 func (s *Store) NewFile(name string) (index.FileID, error) {
 	if s.cfg.ReadOnly {

@@ -1,0 +1,261 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Space. badger writes its logs through memory maps of sparse files: a
+// memtable's log (*.mem) is created 2*memTableSize long with ftruncate,
+// a value log (*.vlog) 2*valueLogSize, and each write of an entry is a
+// store into the map. On a full file system the page fault of a store
+// into a hole cannot allocate a block, and the kernel answers with
+// SIGBUS, which Go cannot recover from: the process dies (a mount, with
+// every file open in it). Its level tables (*.sst, flushes and
+// compactions) are written the same way, into a file badger creates,
+// ftruncates and fills in one call (table.CreateTable). A store's live
+// files share its file system, so a user filling the disk through the
+// mount used to kill the mount at its next index write, and every
+// writable open after (opening creates a new log and writes its header
+// through the map).
+//
+// What makes which write safe:
+//
+//   - Preallocation makes a log's own writes safe, whoever fills the disk
+//     and when: before each write transaction, the current memtable log,
+//     the current value log and the DISCARD file are fallocated (mode 0:
+//     blocks for every hole, the size unchanged) when badger has moved
+//     on to new ones since they last were, so a store into their maps
+//     never needs a block. A log that cannot be fully allocated refuses
+//     the write (a noSpaceError, syscall.ENOSPC to errors.Is). The
+//     value log is made small (valueLogSize, 2 MiB files) so that
+//     allocating it is cheap; only values over badger's threshold (1
+//     MiB: a huge directory's tree, a huge snapshot's reference set)
+//     go there.
+//   - A free-space check cannot make a store into a hole safe: between
+//     the check and the store, anything else on the file system (the
+//     mount's own passthrough writers, which the kernel serves without
+//     us) may take the last block. So it guards only what preallocation
+//     cannot reach: a write transaction is refused unless writeFree bytes
+//     are free (statfs, the unprivileged count), enough for what the
+//     write may set off inside badger: a rotation to a new memtable log
+//     (whose header page and first batch are stored before the next
+//     write allocates it), the flush of the full memtable into a level-0
+//     table and the compaction that follows. A writable open is refused
+//     the same way (it creates and stores into a new memtable log and a
+//     new value log, and may flush a replayed memtable). The residual
+//     risk is a rotation, flush or compaction running at the moment a
+//     concurrent writer takes the last writeFree bytes: once per
+//     memTableSize of index writes (hundreds of thousands of entries),
+//     not once per write as before.
+//   - objstore asks Room before it writes a revision's data, which wants
+//     roomFree, writeFree and a margin: a put is refused before anything
+//     is written, and the commit that follows a put that passed finds
+//     writeFree unless a concurrent writer took the margin meanwhile.
+//   - Close flushes the memtable and compacts level 0 (table files,
+//     through maps): with less than writeFree free, a writable index is
+//     not closed but left as a killed process leaves it (its log is
+//     synced at every commit: the next open replays it, losing nothing),
+//     and Close says so. The process must exit before the index is opened
+//     again (badger's directory lock).
+//
+// A ballast file (released to badger when the disk fills) was rejected:
+// the blocks it frees go to whichever writer asks first, and a user's
+// writer that filled the disk is asking.
+const (
+	writeFree = 4 * memTableSize
+	roomFree  = writeFree + 2*memTableSize
+)
+
+// ErrRefused is matched by errors.Is when Commit refused a batch before
+// writing any of it (for want of space): the index is as it was, and the
+// caller may take back what it did for the batch and go on. A refusal
+// part way through a batch split in several transactions is not one.
+var ErrRefused = errors.New("refused, nothing written")
+
+// noSpaceError is a write or open refused for want of space on the
+// index's file system.
+type noSpaceError struct {
+	op         string
+	dir        string
+	free, need int64 // bytes; need 0: a log could not be allocated
+	err        error
+}
+
+func (e *noSpaceError) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("index: %s %s: no space left on device: %v", e.op, e.dir, e.err)
+	}
+	return fmt.Sprintf("index: %s %s: no space left on device (%s free on its file system, needs %s)",
+		e.op, e.dir, mib(e.free), mib(e.need))
+}
+
+func (e *noSpaceError) Unwrap() error { return syscall.ENOSPC }
+
+func mib(n int64) string { return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB" }
+
+// freeBytes returns the bytes an unprivileged writer may still allocate
+// on dir's file system.
+func freeBytes(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("index: statfs %s: %w", dir, err)
+	}
+	return int64(st.Bavail) * st.Bsize, nil
+}
+
+// needFree returns a noSpaceError for op unless need bytes are free on
+// dir's file system.
+func needFree(op, dir string, need int64) error {
+	free, err := freeBytes(dir)
+	if err != nil {
+		return err
+	}
+	if free < need {
+		return &noSpaceError{op: op, dir: dir, free: free, need: need}
+	}
+	return nil
+}
+
+// Room reports (ErrNoSpace-like, errors.Is syscall.ENOSPC) whether the
+// index's file system has room for a put and its commit. objstore asks
+// before it writes a revision's data.
+func (db *DB) Room() error {
+	if db.opt.ReadOnly {
+		return nil
+	}
+	return needFree("write", db.dir, roomFree)
+}
+
+// space keeps badger's logs allocated (see Space above).
+type space struct {
+	mu        sync.Mutex
+	mem, vlog int   // the fids of the logs last allocated; 0: none yet
+	short     error // they are not fully allocated
+}
+
+// beginWrite is called before every write transaction: it notes the
+// write (Close settles) and refuses it unless the logs it stores into
+// are allocated and writeFree bytes are free.
+func (db *DB) beginWrite() error {
+	db.wrote.Store(true)
+	if err := db.space.allocate(db.dir); err != nil {
+		return err
+	}
+	return needFree("write", db.dir, writeFree)
+}
+
+// allocate fallocates the current logs of dir, when badger has moved on
+// to new ones since they last were (their successors exist: badger
+// numbers its logs one up), or when they could not be then.
+func (s *space) allocate(dir string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mem != 0 && s.short == nil && !exists(dir, memName(s.mem+1)) && !exists(dir, vlogName(s.vlog+1)) {
+		return nil
+	}
+	s.mem, s.vlog = currentLogs(dir)
+	s.short = nil
+	for _, name := range []string{memName(s.mem), vlogName(s.vlog), "DISCARD"} {
+		if err := fallocate(filepath.Join(dir, name)); err != nil {
+			s.short = &noSpaceError{op: "write", dir: dir, err: err}
+			return s.short
+		}
+	}
+	return nil
+}
+
+func memName(fid int) string  { return fmt.Sprintf("%05d.mem", fid) }
+func vlogName(fid int) string { return fmt.Sprintf("%06d.vlog", fid) }
+
+func exists(dir, name string) bool {
+	_, err := os.Lstat(filepath.Join(dir, name))
+	return err == nil
+}
+
+// currentLogs returns the fids of the newest memtable log and the newest
+// value log in dir, the ones badger writes. Older logs are no longer
+// written (a memtable log waits for its flush, an old value log is only
+// read).
+func currentLogs(dir string) (mem, vlog int) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		n := e.Name()
+		num, ext, _ := strings.Cut(n, ".")
+		fid, err := strconv.Atoi(num)
+		switch {
+		case err != nil:
+		case ext == "mem" && fid > mem:
+			mem = fid
+		case ext == "vlog" && fid > vlog:
+			vlog = fid
+		}
+	}
+	return mem, vlog
+}
+
+// fallocate gives every hole of the file at p a block, keeping its size.
+// A file gone meanwhile (flushed, deleted) needs nothing.
+func fallocate(p string) error {
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if fi.Size() == 0 || ok && st.Blocks*512 >= fi.Size() {
+		return nil
+	}
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, fi.Size()); err != nil {
+		return fmt.Errorf("allocate %s (%s): %w", p, mib(fi.Size()), err)
+	}
+	return nil
+}
+
+// openRoom refuses a writable open of the index in dir (or of a new one,
+// dir not made yet) without writeFree bytes free.
+func openRoom(dir string) error {
+	at := dir
+	for {
+		if _, err := os.Stat(at); err == nil || filepath.Dir(at) == at {
+			break
+		}
+		at = filepath.Dir(at)
+	}
+	if err := needFree("open", at, writeFree); err != nil {
+		if e, ok := err.(*noSpaceError); ok {
+			e.dir = dir
+		}
+		return err
+	}
+	return nil
+}
+
+// closeRoom refuses to close a writable index without writeFree bytes
+// free: badger's Close flushes and compacts through maps. The index is
+// left open, as a killed process leaves it: its log holds every commit,
+// and the next open replays it.
+func (db *DB) closeRoom() error {
+	if db.opt.ReadOnly {
+		return nil
+	}
+	if err := needFree("close", db.dir, writeFree); err != nil {
+		return fmt.Errorf("%w; left as is, not closed: the next open replays its log", err)
+	}
+	return nil
+}
