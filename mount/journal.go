@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/deltafs/deltafs/fs"
+	"golang.org/x/sys/unix"
 )
 
 // journalFile is the pending journal in the store directory: the live
@@ -72,8 +73,9 @@ type journal struct {
 	mu       sync.Mutex
 	f        *os.File // for appending
 	size     int64
-	unsynced bool // appended since the last fsync
-	failed   bool // an append failed (logged once); the journal then only shrinks
+	unsynced bool  // appended since the last fsync
+	failed   bool  // an append failed (logged once); the journal then only shrinks
+	reserved int64 // blocks are allocated up to here (reserveLocked)
 	pending  map[fs.FileID]*pendingFile
 	// gathering makes appendLocked collect records in gathered, which
 	// recordedAll writes with one write(2): a window of 256 recorded
@@ -198,7 +200,27 @@ func (j *journal) rewriteLocked(sync bool) error {
 	}
 	j.f, j.size, j.unsynced = f, int64(len(b)), false
 	j.gathered = j.gathered[:0] // the rewrite holds what they said
+	j.reserved = 0
+	j.reserveLocked(0)
 	return nil
+}
+
+// journalReserve is how far past its end the journal keeps blocks
+// allocated (fallocate, its size unchanged), so that its appends need no
+// new block: on a full disk (space.go) they still say which files are
+// pending. Twice compactAt: a journal is rewritten about there.
+const journalReserve = 2 * compactAt
+
+// reserveLocked keeps journalReserve bytes allocated past the end of the
+// journal once an append of n bytes would come within half of it of the
+// end of what is allocated. A failure (a full disk) is retried later.
+func (j *journal) reserveLocked(n int) {
+	if j.f == nil || j.size+int64(n) < j.reserved-journalReserve/2 {
+		return
+	}
+	if err := unix.Fallocate(int(j.f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, j.size+journalReserve); err == nil {
+		j.reserved = j.size + journalReserve
+	}
 }
 
 func writeJournal(path string, b []byte, sync bool) error {
@@ -237,9 +259,17 @@ func (j *journal) writeLocked(b []byte) {
 	if j.f == nil || len(b) == 0 {
 		return
 	}
+	j.reserveLocked(len(b))
 	n, err := j.f.Write(b)
 	j.size += int64(n)
 	j.unsynced = true
+	if err != nil && n > 0 {
+		// a torn record would hide every record after it from the
+		// replay: cut it off
+		if terr := j.f.Truncate(j.size - int64(n)); terr == nil {
+			j.size -= int64(n)
+		}
+	}
 	if err != nil && !j.failed {
 		j.failed = true
 		j.log.Error("pending journal: append failed; a crash may leave changes unrecorded", "err", err)
@@ -420,6 +450,18 @@ func (j *journal) close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	err := j.rewriteLocked(true)
+	if err != nil && j.f != nil {
+		// No room for a new journal (a full disk): the old one, its
+		// blocks reserved, takes the pending entries again instead (a
+		// superset of what it says is pending: a redo of a file that is
+		// not is a comparison that records nothing).
+		b, at := j.snapshotLocked(), j.size
+		j.writeLocked(b)
+		if serr := j.f.Sync(); serr == nil && j.size == at+int64(len(b)) {
+			j.log.Warn("pending journal not rewritten; appended its pending entries", "err", err)
+			err = nil
+		}
+	}
 	if j.f != nil {
 		err = errors.Join(err, j.f.Close())
 		j.f = nil

@@ -95,6 +95,7 @@ type journalSink struct {
 	ls *lockedSink
 	j  *journal
 	rd *redoer
+	sw *spaceWait // resumes recording after a full disk (space.go)
 }
 
 // RecordBatch implements BatchSink: redos one at a time, the events
@@ -102,7 +103,9 @@ type journalSink struct {
 func (s journalSink) RecordBatch(ctx context.Context, evs []Event, done func([]error)) {
 	for len(evs) > 0 {
 		if evs[0].redo != nil {
-			done([]error{s.rd.run(ctx, evs[0].redo)})
+			errs := []error{s.rd.run(ctx, evs[0].redo)}
+			s.sw.failed(errs)
+			done(errs)
 			evs = evs[1:]
 			continue
 		}
@@ -118,6 +121,7 @@ func (s journalSink) RecordBatch(ctx context.Context, evs []Event, done func([]e
 				cs = append(cs, run[i].Change)
 			}
 			s.j.recordedAll(cs, errs)
+			s.sw.failed(errs)
 			run = run[len(errs):]
 			done(errs)
 		})
@@ -130,12 +134,15 @@ func (s journalSink) RecordBatch(ctx context.Context, evs []Event, done func([]e
 func (s journalSink) Ignores(ev Event) bool { return s.ls.Ignores(ev) }
 
 func (s journalSink) Record(ctx context.Context, ev Event) error {
+	var err error
 	if ev.redo != nil {
-		return s.rd.run(ctx, ev.redo)
+		err = s.rd.run(ctx, ev.redo)
+	} else {
+		err = s.ls.Record(ctx, ev)
+		if ev.Change != nil {
+			s.j.recorded(ev.Change, err == nil)
+		}
 	}
-	err := s.ls.Record(ctx, ev)
-	if ev.Change != nil {
-		s.j.recorded(ev.Change, err == nil)
-	}
+	s.sw.failed([]error{err})
 	return err
 }

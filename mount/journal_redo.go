@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -37,17 +38,24 @@ type redoer struct {
 	live string
 	log  *slog.Logger
 
+	mu     sync.Mutex           // guards todo and walked: queue runs again after a full disk (space.go)
 	todo   map[fs.FileID]bool   // pending ids not redone yet
 	walked map[fs.FileID]string // where the walk of the live tree found them
 }
 
-// queue queues the redo of every pending file and returns how many.
+// queue queues the redo of every pending file and returns how many: at
+// mount, and again when recording resumes after a full disk.
 func (r *redoer) queue(rec *Recorder) int {
 	entries := r.j.entries()
-	r.todo = make(map[fs.FileID]bool, len(entries))
+	r.mu.Lock()
+	if r.todo == nil {
+		r.todo = make(map[fs.FileID]bool, len(entries))
+	}
 	for id := range entries {
 		r.todo[id] = true
 	}
+	r.walked = nil // files moved since the last walk
+	r.mu.Unlock()
 	for id, p := range entries {
 		rec.queueRedo(&redo{id: id, gen: p.gen})
 	}
@@ -56,7 +64,11 @@ func (r *redoer) queue(rec *Recorder) int {
 
 // run redoes one file; a file no longer in the live tree is dropped.
 func (r *redoer) run(ctx context.Context, rd *redo) error {
-	defer delete(r.todo, rd.id)
+	defer func() {
+		r.mu.Lock()
+		delete(r.todo, rd.id)
+		r.mu.Unlock()
+	}()
 	rel, ok := r.locate(rd.id)
 	if !ok {
 		r.log.Debug("pending file no longer in the live tree; dropped", "id", rd.id)
@@ -77,6 +89,8 @@ func (r *redoer) locate(id fs.FileID) (string, bool) {
 	if hint := r.j.hint(id); hint != "" && liveID(filepath.Join(r.live, hint)) == id {
 		return hint, true
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.walked == nil {
 		r.walk()
 	}

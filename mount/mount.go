@@ -161,9 +161,13 @@ func open(store, mnt string, cfg Config) (*running, error) {
 		if m.jnl, err = openJournal(filepath.Join(store, journalFile), cfg.Logger); err != nil {
 			return nil, errors.Join(err, m.close(context.Background()))
 		}
-		sink = journalSink{ls: ls, j: m.jnl, rd: &redoer{st: st, ls: ls, j: m.jnl, live: live, log: cfg.Logger}}
+		sw := &spaceWait{room: st.Room, closing: m.closing, log: cfg.Logger}
+		sink = journalSink{ls: ls, j: m.jnl, rd: &redoer{st: st, ls: ls, j: m.jnl, live: live, log: cfg.Logger}, sw: sw}
 	}
 	m.rec = NewRecorder(sink, cfg.FsyncInterval, cfg.Logger)
+	if js, ok := sink.(journalSink); ok {
+		js.sw.resume = func() int { return js.rd.queue(m.rec) }
+	}
 	if m.sink != nil {
 		m.sink.waited = m.rec.Waiting // before the first event: see yields
 	}

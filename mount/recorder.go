@@ -524,19 +524,27 @@ func (r *Recorder) record(ctx context.Context, batch []Event) {
 	if bs, ok := r.sink.(BatchSink); ok {
 		bs.RecordBatch(ctx, batch, func(errs []error) {
 			for _, err := range errs {
-				if err != nil {
-					r.log.Error("recording failed", "err", err)
-				}
+				r.logFailed(err)
 			}
 			r.finished(len(errs))
 		})
 		return
 	}
 	for _, ev := range batch {
-		if err := r.sink.Record(ctx, ev); err != nil {
-			r.log.Error("recording failed", "err", err)
-		}
+		r.logFailed(r.sink.Record(ctx, ev))
 		r.finished(1)
+	}
+}
+
+// logFailed logs a recording's error; a refusal for want of space is
+// the journal sink's to tell (space.go), once rather than per file.
+func (r *Recorder) logFailed(err error) {
+	switch {
+	case err == nil:
+	case isNoSpace(err):
+		r.log.Debug("recording refused", "err", err)
+	default:
+		r.log.Error("recording failed", "err", err)
 	}
 }
 
