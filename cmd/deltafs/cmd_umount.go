@@ -155,11 +155,16 @@ func waitUnmounted(dir string, limit time.Duration) {
 // after umountNotice it says on out what it waits for. A mount that
 // names no store has nothing to wait for.
 func waitReleased(out io.Writer, mnt, store string, limit time.Duration) error {
-	start, noticed := time.Now(), false
+	start, noticed, pid := time.Now(), false, ""
 	for store != "" {
 		err := objstore.Holder(store)
 		var held *objstore.LockError
+		if errors.As(err, &held) {
+			pid = held.PID
+		}
 		switch {
+		case err == nil && pid != "" && objstore.LeftBy(store) == pid:
+			return fmt.Errorf("unmounted %s, but its mount process (pid %s) died before it let %s go (see its output): the next mount records what it left", mnt, pid, store)
 		case err == nil:
 			return nil
 		case !errors.As(err, &held):

@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/deltafs/deltafs/internal/testutil"
 )
@@ -143,5 +146,53 @@ func TestUmountNotConnected(t *testing.T) {
 		if testutil.Mounted(mnt) {
 			t.Fatalf("%s still mounted", mnt)
 		}
+	}
+}
+
+// TestUmountMountDiesMeanwhile: a mount process that dies while umount
+// waits for it to record what is pending (a crash on a full disk did)
+// lets the store lock go with its death; umount says so and fails rather
+// than returning 0 and silent. The holder here is a child process that
+// inherited the lock, killed while waitReleased waits.
+func TestUmountMountDiesMeanwhile(t *testing.T) {
+	store := t.TempDir()
+	f, err := os.OpenFile(filepath.Join(store, "LOCK"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	holder := exec.Command("sleep", "60")
+	holder.ExtraFiles = []*os.File{f} // the child holds the lock too
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Process.Kill()
+	if _, err := f.WriteAt(fmt.Appendf(nil, "pid %d\nholder mounted on /x\n", holder.Process.Pid), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close() // the child's copy keeps it
+	done := make(chan error, 1)
+	var out bytes.Buffer
+	go func() { done <- waitReleased(&out, "/x", store, time.Minute) }()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("waitReleased returned while the lock was held: %v", err)
+	default:
+	}
+	holder.Process.Kill()
+	holder.Wait()
+	err = <-done
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("its mount process (pid %d) died before it let", holder.Process.Pid)) {
+		t.Fatalf("waitReleased after the holder died: %v", err)
+	}
+	// a holder that lets go cleanly empties the lock file: no complaint
+	if err := os.WriteFile(filepath.Join(store, "LOCK"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitReleased(&out, "/x", store, time.Minute); err != nil {
+		t.Fatalf("waitReleased with the lock let go: %v", err)
 	}
 }
