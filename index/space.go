@@ -3,6 +3,7 @@ package index
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,6 +68,14 @@ import (
 //     and Close says so. The process must exit before the index is opened
 //     again (badger's directory lock).
 //
+// badger's errors on these paths are not faults: a table it cannot
+// create (an error, not a fault: ftruncate of a new file, msync) fails
+// the flush, which badger retries every second for ever (db.go,
+// flushMemtable), stalling writes once its memtables are full; a
+// failed compaction is logged and tried again at the compactors' next
+// tick. objstore's segments are written with write(2) and O_DIRECT
+// writes, which fail with ENOSPC and are cut off.
+//
 // A ballast file (released to badger when the disk fills) was rejected:
 // the blocks it frees go to whichever writer asks first, and a user's
 // writer that filled the disk is asking.
@@ -103,11 +112,15 @@ func (e *noSpaceError) Unwrap() error { return syscall.ENOSPC }
 func mib(n int64) string { return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB" }
 
 // freeBytes returns the bytes an unprivileged writer may still allocate
-// on dir's file system.
+// on dir's file system; math.MaxInt64 on one that counts no blocks
+// (ramfs: it has no size to fill, only memory).
 func freeBytes(dir string) (int64, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, fmt.Errorf("index: statfs %s: %w", dir, err)
+	}
+	if st.Blocks == 0 {
+		return math.MaxInt64, nil
 	}
 	return int64(st.Bavail) * st.Bsize, nil
 }
@@ -221,7 +234,11 @@ func fallocate(p string) error {
 	if fi.Size() == 0 || ok && st.Blocks*512 >= fi.Size() {
 		return nil
 	}
-	if err := unix.Fallocate(int(f.Fd()), 0, 0, fi.Size()); err != nil {
+	err = unix.Fallocate(int(f.Fd()), 0, 0, fi.Size())
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		return nil // a file system that cannot preallocate: the free-space check is all there is
+	}
+	if err != nil {
 		return fmt.Errorf("allocate %s (%s): %w", p, mib(fi.Size()), err)
 	}
 	return nil
