@@ -58,12 +58,12 @@ import (
 //     memTableSize of index writes (hundreds of thousands of entries),
 //     not once per write as before.
 //   - objstore asks Room before it writes a revision's data, which wants
-//     roomFree, writeFree and a margin: a put is refused before anything
+//     writeFree and half as much again: a put is refused before anything
 //     is written, and the commit that follows a put that passed finds
 //     writeFree unless a concurrent writer took the margin meanwhile.
 //   - Close flushes the memtable and compacts level 0 (table files,
-//     through maps): with less than writeFree free, a writable index is
-//     not closed but left as a killed process leaves it (its log is
+//     through maps): without room for that (closeRoom), a writable index
+//     is not closed but left as a killed process leaves it (its log is
 //     synced at every commit: the next open replays it, losing nothing),
 //     and Close says so. The process must exit before the index is opened
 //     again (badger's directory lock).
@@ -79,10 +79,21 @@ import (
 // A ballast file (released to badger when the disk fills) was rejected:
 // the blocks it frees go to whichever writer asks first, and a user's
 // writer that filled the disk is asking.
-const (
-	writeFree = 4 * memTableSize
-	roomFree  = writeFree + 2*memTableSize
-)
+//
+// writeFree is 32 MiB, or a 16th of a file system smaller than 512 MiB (a
+// test's loop device cannot keep 32 MiB spare: there the guard is
+// weaker, preallocation the same); a put wants half as much again.
+const writeFree = 4 * memTableSize
+
+// reserve returns the free bytes a write needs on a file system of total
+// bytes, or a put when put is set.
+func reserve(total int64, put bool) int64 {
+	n := min(writeFree, max(total/16, 1<<20))
+	if put {
+		n += n / 2
+	}
+	return n
+}
 
 // ErrRefused is matched by errors.Is when Commit refused a batch before
 // writing any of it (for want of space): the index is as it was, and the
@@ -95,7 +106,7 @@ var ErrRefused = errors.New("refused, nothing written")
 type noSpaceError struct {
 	op         string
 	dir        string
-	free, need int64 // bytes; need 0: a log could not be allocated
+	free, need int64 // bytes; set unless err says what failed
 	err        error
 }
 
@@ -112,27 +123,27 @@ func (e *noSpaceError) Unwrap() error { return syscall.ENOSPC }
 func mib(n int64) string { return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB" }
 
 // freeBytes returns the bytes an unprivileged writer may still allocate
-// on dir's file system; math.MaxInt64 on one that counts no blocks
-// (ramfs: it has no size to fill, only memory).
-func freeBytes(dir string) (int64, error) {
+// on dir's file system, and its size; math.MaxInt64 free on one that
+// counts no blocks (ramfs: it has no size to fill, only memory).
+func freeBytes(dir string) (free, total int64, err error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, fmt.Errorf("index: statfs %s: %w", dir, err)
+		return 0, 0, fmt.Errorf("index: statfs %s: %w", dir, err)
 	}
 	if st.Blocks == 0 {
-		return math.MaxInt64, nil
+		return math.MaxInt64, 0, nil
 	}
-	return int64(st.Bavail) * st.Bsize, nil
+	return int64(st.Bavail) * st.Bsize, int64(st.Blocks) * st.Bsize, nil
 }
 
-// needFree returns a noSpaceError for op unless need bytes are free on
-// dir's file system.
-func needFree(op, dir string, need int64) error {
-	free, err := freeBytes(dir)
+// needFree returns a noSpaceError for op unless what it needs (reserve)
+// is free on dir's file system.
+func needFree(op, dir string, put bool) error {
+	free, total, err := freeBytes(dir)
 	if err != nil {
 		return err
 	}
-	if free < need {
+	if need := reserve(total, put); free < need {
 		return &noSpaceError{op: op, dir: dir, free: free, need: need}
 	}
 	return nil
@@ -145,7 +156,7 @@ func (db *DB) Room() error {
 	if db.opt.ReadOnly {
 		return nil
 	}
-	return needFree("write", db.dir, roomFree)
+	return needFree("write", db.dir, true)
 }
 
 // space keeps badger's logs allocated (see Space above).
@@ -155,15 +166,19 @@ type space struct {
 	short     error // they are not fully allocated
 }
 
-// beginWrite is called before every write transaction: it notes the
-// write (Close settles) and refuses it unless the logs it stores into
-// are allocated and writeFree bytes are free.
+// beginWrite is called before every write transaction: it refuses it
+// unless the logs it stores into are allocated and writeFree bytes are
+// free, and notes the write (Close settles, and wants room for the
+// memtable's flush).
 func (db *DB) beginWrite() error {
-	db.wrote.Store(true)
 	if err := db.space.allocate(db.dir); err != nil {
 		return err
 	}
-	return needFree("write", db.dir, writeFree)
+	if err := needFree("write", db.dir, false); err != nil {
+		return err
+	}
+	db.wrote.Store(true)
+	return nil
 }
 
 // allocate fallocates the current logs of dir, when badger has moved on
@@ -234,6 +249,16 @@ func fallocate(p string) error {
 	if fi.Size() == 0 || ok && st.Blocks*512 >= fi.Size() {
 		return nil
 	}
+	// A fallocate that fails keeps what it allocated: the disk would be
+	// left full, with no room for Close. So it is not tried without room
+	// for the holes and the reserve after.
+	free, total, err := freeBytes(filepath.Dir(p))
+	if err != nil {
+		return err
+	}
+	if holes := fi.Size() - st.Blocks*512; free < holes+reserve(total, false) {
+		return fmt.Errorf("allocate %s (%s): %w (%s free)", p, mib(holes), syscall.ENOSPC, mib(free))
+	}
 	err = unix.Fallocate(int(f.Fd()), 0, 0, fi.Size())
 	if errors.Is(err, unix.EOPNOTSUPP) {
 		return nil // a file system that cannot preallocate: the free-space check is all there is
@@ -254,7 +279,7 @@ func openRoom(dir string) error {
 		}
 		at = filepath.Dir(at)
 	}
-	if err := needFree("open", at, writeFree); err != nil {
+	if err := needFree("open", at, false); err != nil {
 		if e, ok := err.(*noSpaceError); ok {
 			e.dir = dir
 		}
@@ -263,15 +288,31 @@ func openRoom(dir string) error {
 	return nil
 }
 
-// closeRoom refuses to close a writable index without writeFree bytes
-// free: badger's Close flushes and compacts through maps. The index is
-// left open, as a killed process leaves it: its log holds every commit,
-// and the next open replays it.
+// closeRoom refuses to close a writable index that lacks the room its
+// Close may write into (badger's Close flushes the memtable and compacts
+// level 0 into the base level, through maps): the memtable's size if
+// anything was written since Open, level 0 and the base level, and a
+// MiB. The index is then left open, as a killed process leaves it: its
+// log holds every commit, and the next open replays it.
 func (db *DB) closeRoom() error {
 	if db.opt.ReadOnly {
 		return nil
 	}
-	if err := needFree("close", db.dir, writeFree); err != nil {
+	need := int64(1 << 20)
+	if db.wrote.Load() {
+		need += memTableSize
+	}
+	for _, l := range db.bdb.Levels() {
+		if l.Level == 0 || l.IsBaseLevel {
+			need += l.Size
+		}
+	}
+	free, _, err := freeBytes(db.dir)
+	if err != nil {
+		return err
+	}
+	if free < need {
+		err := &noSpaceError{op: "close", dir: db.dir, free: free, need: need}
 		return fmt.Errorf("%w; left as is, not closed: the next open replays its log", err)
 	}
 	return nil
