@@ -1,0 +1,102 @@
+package index
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/deltafs/deltafs/internal/testutil"
+)
+
+func TestReserve(t *testing.T) {
+	for _, c := range []struct {
+		total     int64
+		put       bool
+		want      int64
+		situation string
+	}{
+		{1 << 40, false, writeFree, "a big disk: 32 MiB"},
+		{1 << 40, true, writeFree * 3 / 2, "a put wants half as much again"},
+		{160 << 20, false, 10 << 20, "a small one: a 16th"},
+		{8 << 20, false, 1 << 20, "at least a MiB"},
+	} {
+		if got := reserve(c.total, c.put); got != c.want {
+			t.Errorf("%s: reserve(%d, %v) = %d, want %d", c.situation, c.total, c.put, got, c.want)
+		}
+	}
+}
+
+// TestWriteOnFullDisk: an index on a small filesystem keeps its current
+// logs allocated; once the filesystem is full, a write is refused with
+// ENOSPC (ErrRefused for a Commit) and leaves nothing; once space is
+// freed, writes go on and the index closes and reopens whole.
+func TestWriteOnFullDisk(t *testing.T) {
+	fsdir := testutil.LoopFS(t, 96<<20)
+	dir := filepath.Join(fsdir, "index")
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetFormat(1); err != nil {
+		t.Fatal(err)
+	}
+	mem, vlog := currentLogs(dir)
+	for _, name := range []string{memName(mem), vlogName(vlog)} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if blocks := fi.Sys().(*syscall.Stat_t).Blocks * 512; blocks < fi.Size() {
+			t.Errorf("%s: %d of %d bytes allocated", name, blocks, fi.Size())
+		}
+	}
+	filler := filepath.Join(fsdir, "filler")
+	fill(t, filler)
+	b := &Batch{Entries: []Entry{{File: 1, Rev: 0, Size: 3, Kind: KindFull, Seg: 1}}, Files: map[FileID]FileMeta{1: {Name: "f", Revs: 1}}, Tail: Tail{Seg: 1, End: 100}}
+	err = db.Commit(b)
+	if !errors.Is(err, syscall.ENOSPC) || !errors.Is(err, ErrRefused) {
+		t.Fatalf("commit on a full disk: %v, want ENOSPC and ErrRefused", err)
+	}
+	if _, err := db.NewFile("g"); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("new file on a full disk: %v, want ENOSPC", err)
+	}
+	if tail, err := db.Tail(); err != nil || tail != (Tail{}) {
+		t.Fatalf("tail after a refused commit: %v, %v", tail, err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Commit(b); err != nil {
+		t.Fatalf("commit with room: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if e, err := db.Entry(RevID{File: 1, Rev: 0}); err != nil || e.Size != 3 {
+		t.Fatalf("entry after reopening: %+v, %v", e, err)
+	}
+}
+
+// fill writes p until the filesystem is full.
+func fill(t *testing.T, p string) {
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(buf); errors.Is(err, syscall.ENOSPC) {
+			return
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
