@@ -28,7 +28,8 @@ another mount (a change its shutdown deadline left unrecorded is
 recorded by the next mount; the mount process says so in its own
 output). A busy mount (a shell inside it, an open file) is refused with
 exit status 11, naming the processes that hold it. A mount whose
-process was killed is detached (the next mount records what it left).`,
+process was killed is detached (the next mount records what it left);
+one whose process dies while umount waits for it is reported (exit 1).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runUmount(cmd.OutOrStdout(), args[0], umountWait)
