@@ -100,3 +100,34 @@ func fill(t *testing.T, p string) {
 		}
 	}
 }
+
+// BenchmarkBeginWrite is the cost the space checks add to every write
+// transaction (two lstats and a statfs when badger has not moved on to
+// new logs), and BenchmarkRoom to every put (a statfs).
+func BenchmarkBeginWrite(b *testing.B) {
+	db, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := db.beginWrite(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRoom(b *testing.B) {
+	db, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := db.Room(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
