@@ -54,6 +54,9 @@ func TestReadOnlyAfterSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startMount(t, store, mnt, "--read-only")
+	if want := "deltafs: mounted store " + store + " read-only on " + mnt + " "; !strings.HasPrefix(p.Ready, want) {
+		t.Errorf("read-only mount says %q, want it to start %q", p.Ready, want)
+	}
 	if b, err := os.ReadFile(filepath.Join(mnt, "x.txt")); err != nil || string(b) != "hi\n" {
 		t.Fatalf("read-only mount after SIGKILL: %q, %v", b, err)
 	}

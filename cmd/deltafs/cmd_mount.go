@@ -77,8 +77,12 @@ func runMount(cmd *cobra.Command, cfg mount.Config) error {
 		if m.Created {
 			what = "new store"
 		}
-		fmt.Fprintf(out, "deltafs: mounted %s %s on %s (pid %d); Ctrl-C or 'deltafs umount %s' to unmount\n",
-			what, m.Store, m.MountPoint, os.Getpid(), m.MountPoint)
+		how := ""
+		if cfg.ReadOnly {
+			how = " read-only"
+		}
+		fmt.Fprintf(out, "deltafs: mounted %s %s%s on %s (pid %d); Ctrl-C or 'deltafs umount %s' to unmount\n",
+			what, m.Store, how, m.MountPoint, os.Getpid(), m.MountPoint)
 	}
 	return mount.Run(ctx, cfg)
 }
