@@ -32,7 +32,9 @@ import (
 // stay ahead and more chunks are encoded. A chunk stored raw to save
 // time (not because it does not compress) is counted in
 // streamOut.fast: the put marks the revision index.FlagFastZstd, so
-// that a repack compresses it again.
+// that a repack compresses it again. Zeros are never stored raw: the
+// reader finds a file's holes without reading them, and the appender
+// encodes a chunk of mostly zeros itself (chunked_holes.go).
 //
 // The header (payload length) and the chunk table (each chunk's stored
 // length) are known only at the end; their space is reserved at the
@@ -58,6 +60,7 @@ type streamOut struct {
 	table []byte         // the payload's table (its first bytes)
 	n     int64          // payload length, table included
 	fast  int            // chunks stored raw to save time
+	holes int            // chunks found holes, not read (chunked_holes.go)
 }
 
 // errStreamSize: the source's length is not the size it was streamed
@@ -90,6 +93,12 @@ type streamer struct {
 	// chunks are read in place, not copied, and never recycled.
 	mapped []byte
 	stored []int // per chunk, the length written
+	// finder finds the source's holes (nil: not a file); holes counts
+	// the chunks found holes; zeros are their shared text and encodings
+	// (chunked_holes.go).
+	finder *holeFinder
+	holes  int
+	zeros  zeroChunks
 	// encCost is how long an encoder took for a chunk, pace how long the
 	// appender takes per chunk (moving averages): an encoder starts only
 	// a chunk the appender will not reach before it is encoded.
@@ -119,6 +128,8 @@ func streamChunked(ctx context.Context, src io.ReaderAt, size int64, f *os.File,
 	st := &streamer{src: src, size: size, jobs: make([]chunkJob, n), state: make([]byte, n),
 		stored: make([]int, n), shared: make([]bool, n), window: streamWindow*max(workers, 1) + 1}
 	st.cond = sync.NewCond(&st.mu)
+	st.finder = newHoleFinder(src)
+	defer st.finder.close()
 	if m := mapSource(src, size); m != nil {
 		st.mapped = m
 		defer unix.Munmap(m)
@@ -136,7 +147,7 @@ func streamChunked(ctx context.Context, src io.ReaderAt, size int64, f *os.File,
 	if err != nil {
 		return streamOut{}, err
 	}
-	out.hash = st.hash
+	out.hash, out.holes = st.hash, st.holes
 	out.table = chunkTable(st.jobs, st.stored)
 	out.n += int64(len(out.table))
 	return out, nil
@@ -190,6 +201,10 @@ func (st *streamer) read(ctx context.Context) {
 		}
 		off := int64(i) * chunkSize
 		n := min(chunkSize, st.size-off)
+		if st.finder.hole(off, n) {
+			st.readHole(i, int(n), d, buf)
+			continue
+		}
 		switch {
 		case st.mapped != nil:
 			buf = st.mapped[off : off+n : off+n]
@@ -215,7 +230,8 @@ func (st *streamer) read(ctx context.Context) {
 		st.mu.Unlock()
 	}
 	var one [1]byte
-	if m, _ := st.src.ReadAt(one[:], st.size); m > 0 || st.mapped != nil && !sizeIs(st.src.(*os.File), st.size) {
+	// A mapped source or one with holes not read may have shrunk unseen.
+	if m, _ := st.src.ReadAt(one[:], st.size); m > 0 || (st.mapped != nil || st.holes > 0) && !sizeIs(st.src.(*os.File), st.size) {
 		st.fail(errStreamSize)
 		return
 	}
@@ -338,16 +354,21 @@ func (st *streamer) appendAll(f *os.File, at int64) (streamOut, error) {
 		}
 		j := &st.jobs[i]
 		// A chunk no encoder is done with is written raw: waiting for
-		// one would hold the disk up for the rest of its encoding.
-		if st.state[i] == stFree || st.state[i] == stEncoding {
+		// one would hold the disk up for the rest of its encoding. An
+		// encoder leaves a chunk taken raw alone (its j.out included).
+		raw := st.state[i] == stFree || st.state[i] == stEncoding
+		if raw {
 			st.shared[i] = st.state[i] == stEncoding
 			st.state[i] = stRaw
 			j.out, j.codec = j.text, chunkRaw
-			out.fast++
 		}
 		st.front = i + 1
 		st.cond.Broadcast()
 		st.mu.Unlock()
+		// But not zeros (chunked_holes.go).
+		if raw && !st.squeeze(j) {
+			out.fast++
+		}
 		if err := w.write(j.out); err != nil {
 			st.fail(err)
 			return streamOut{}, fmt.Errorf("write chunk %d: %w", i, err)
@@ -381,7 +402,7 @@ func (st *streamer) done(i int) {
 	st.lastDone = now
 	st.stored[i] = len(j.out)
 	switch {
-	case j.codec == chunkS2:
+	case j.codec == chunkS2 && !st.sharedZero(j.out):
 		st.outs = append(st.outs, j.out[:cap(j.out)])
 	case st.shared[i]:
 		st.shared[i] = false // its encoder recycles the text

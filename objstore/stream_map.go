@@ -73,9 +73,9 @@ func (st *streamer) appendMapped(f *os.File, at int64) (out streamOut, err error
 }
 
 // recycle keeps text, a chunk's buffer done with, for a later chunk;
-// not a mapped one. Called with mu held.
+// not a mapped one, nor the shared zeros. Called with mu held.
 func (st *streamer) recycle(text []byte) {
-	if st.mapped == nil {
+	if st.mapped == nil && !st.sharedZero(text) {
 		st.texts = append(st.texts, text)
 	}
 }
