@@ -26,6 +26,8 @@ type Revisions interface {
 	// now when no revision holds it; an empty file may give the null
 	// RevID. A file too large to record gives the null RevID and its
 	// size: the snapshot lists it, and an open of it fails (EFBIG).
+	// If the file was removed, or replaced by another node, since the
+	// build's stat of it, the error matches ErrVanished.
 	Revision(ctx context.Context, id FileID, path string, size int64) (index.RevID, int64, error)
 }
 
@@ -72,6 +74,10 @@ type TreeBuilder struct {
 	recent map[index.TreeHash]*index.Tree
 
 	idGiven func(rel string) // see attachIDs; guarded by mu
+
+	// testAfterStat, in tests, is called with an entry's path relative
+	// to the live tree right after the build statted it.
+	testAfterStat func(rel string)
 }
 
 // cachedDir is a directory as serialised by the last committed build.
@@ -293,13 +299,62 @@ func (w *walk) dir(rel string, ino, parent uint64, born int64) (index.TreeHash, 
 
 // entry describes rel/name; ok is false if it vanished meanwhile. prev is
 // its entry in the directory's previous tree, nil if none or unknown.
+//
+// A node removed or replaced between the directory's listing and the
+// system calls that describe it (its stat, xattrs, link target, listing,
+// content: see ErrVanished) is described again from a fresh stat, as if
+// the snapshot had reached it a moment later; one whose name no longer
+// exists is left out. Either way its directory is marked for the next
+// build, whose listing of it must not be this build's.
 func (w *walk) entry(rel, name string, dirIno uint64, prev *index.TreeEntry) (index.TreeEntry, bool, error) {
+	for try := 1; ; try++ {
+		e, ok, err := w.describe(rel, name, dirIno, prev)
+		if err == nil && ok {
+			return e, true, nil
+		}
+		if err != nil && !errors.Is(err, ErrVanished) {
+			return e, false, err
+		}
+		w.b.Touch(Touch{Dir: dirIno})
+		if !ok && err == nil || try == vanishedTries {
+			return index.TreeEntry{}, false, nil
+		}
+	}
+}
+
+// vanishedTries bounds how often entry describes a node replaced under
+// it again: a name replaced at every try (a tight rename loop) is left
+// out rather than holding the snapshot.
+const vanishedTries = 3
+
+// ErrVanished marks the failure of a system call on a live node that
+// was removed or replaced meanwhile (ENOENT, ESTALE, ENOTDIR, or a node
+// of another type than the stat found): a Revisions returns it when the
+// file it must read is gone, and the build then leaves the entry out or
+// describes it again (see walk.entry).
+var ErrVanished = errors.New("vanished during the snapshot")
+
+// gone marks err as ErrVanished if it says that the live node it was
+// about no longer exists under its name (or is no longer a directory).
+func gone(err error) error {
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ESTALE) || errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("%w: %w", ErrVanished, err)
+	}
+	return err
+}
+
+// describe is one try of entry; ok is false, with no error, if the name
+// no longer exists.
+func (w *walk) describe(rel, name string, dirIno uint64, prev *index.TreeEntry) (index.TreeEntry, bool, error) {
 	path := filepath.Join(w.b.live, rel, name)
 	var x unix.Statx_t
-	if err := statx(path, &x); errors.Is(err, syscall.ENOENT) {
+	if err := statx(path, &x); errors.Is(gone(err), ErrVanished) {
 		return index.TreeEntry{}, false, nil
 	} else if err != nil {
 		return index.TreeEntry{}, false, fmt.Errorf("snapshot: stat /%s: %w", filepath.Join(rel, name), err)
+	}
+	if w.b.testAfterStat != nil {
+		w.b.testAfterStat(filepath.Join(rel, name))
 	}
 	w.out.Stats.Entries++
 	e := entryOf(name, &x)
@@ -314,7 +369,7 @@ func (w *walk) entry(rel, name string, dirIno uint64, prev *index.TreeEntry) (in
 	case e.IsDir():
 		e.Tree, err = w.dir(filepath.Join(rel, name), x.Ino, dirIno, birth(&x))
 	case e.IsSymlink():
-		e.Target, err = os.Readlink(path)
+		e.Target, err = readlink(path)
 	case e.IsRegular():
 		if x.Nlink > 1 {
 			w.links[x.Ino] = append(w.links[x.Ino], dirIno)
@@ -331,6 +386,16 @@ func (w *walk) entry(rel, name string, dirIno uint64, prev *index.TreeEntry) (in
 		return e, false, fmt.Errorf("snapshot: /%s: %w", filepath.Join(rel, name), err)
 	}
 	return e, true, nil
+}
+
+// readlink is os.Readlink of a node the stat found a symlink: EINVAL
+// says it was replaced by another type of node meanwhile.
+func readlink(path string) (string, error) {
+	target, err := os.Readlink(path)
+	if errors.Is(err, syscall.EINVAL) {
+		return "", fmt.Errorf("%w: %w", ErrVanished, err)
+	}
+	return target, gone(err)
 }
 
 func statx(path string, x *unix.Statx_t) error {

@@ -92,7 +92,7 @@ func (w *walk) names(rel string, ino uint64, prev *index.Tree) ([]dirent, error)
 		return ents, nil
 	}
 	ents, err := readDirents(filepath.Join(w.b.live, rel))
-	if err != nil {
+	if err = gone(err); err != nil {
 		return nil, fmt.Errorf("snapshot: read directory /%s: %w", rel, err)
 	}
 	w.out.Stats.Listed++

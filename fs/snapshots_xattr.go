@@ -14,7 +14,7 @@ import (
 // live node at path, deltafs's own left out.
 func (w *walk) xattrs(path string, e *index.TreeEntry) error {
 	names, err := listXattrs(path)
-	if err != nil {
+	if err = gone(err); err != nil {
 		return fmt.Errorf("snapshot: list xattrs of %s: %w", path, err)
 	}
 	for _, name := range names {
@@ -25,7 +25,7 @@ func (w *walk) xattrs(path string, e *index.TreeEntry) error {
 		if errors.Is(err, unix.ENODATA) {
 			continue // removed meanwhile
 		}
-		if err != nil {
+		if err = gone(err); err != nil {
 			return fmt.Errorf("snapshot: xattr %s of %s: %w", name, path, err)
 		}
 		e.Xattrs = append(e.Xattrs, index.Xattr{Name: name, Value: v})

@@ -2,6 +2,7 @@ package mount
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -99,7 +100,7 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 			return prev, int64(e.Size), nil
 		}
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := openSame(path, id)
 	if err != nil {
 		return index.RevID{}, 0, err
 	}
@@ -113,6 +114,36 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 	}
 	ne, err := r.record(ctx, id, fid, known, path, prev, src, at)
 	return ne.ID(), int64(ne.Size), err
+}
+
+// openSame opens the live regular file at path for reading, as the
+// build statted it: one removed since gives fs.ErrVanished, as does one
+// replaced by a node of another type (a FIFO is not waited on) or by
+// another file (it has a FileID, not id), whose content
+// must not become a revision of id's history.
+func openSame(path string, id fs.FileID) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ESTALE) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%w: %w", fs.ErrVanished, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%w: %s is now a %v", fs.ErrVanished, path, fi.Mode().Type())
+	}
+	if err == nil && !id.IsZero() {
+		var got fs.FileID
+		if n, xerr := unix.Fgetxattr(int(f.Fd()), fs.XattrID, got[:]); xerr == nil && n == len(got) && got != id {
+			err = fmt.Errorf("%w: %s was replaced by another file", fs.ErrVanished, path)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // holds reports whether revision e's content is src's, streamed through

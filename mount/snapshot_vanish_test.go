@@ -1,0 +1,119 @@
+package mount
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/deltafs/deltafs/fs"
+)
+
+// TestSnapshotOfVanishedFile removes one file and replaces another (a
+// rename over it, as an editor saves) through the mount between the
+// build's stat of them and the snapshot's read: the snapshot succeeds
+// (it failed with "open ...: no such file or directory"), leaves the
+// removed file out, and holds the replacing file's content under the
+// name, as if it had reached them a moment later.
+func TestSnapshotOfVanishedFile(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	var mnt string
+	var hooked atomic.Int32
+	l := startWith(t, Config{Store: store, testRevisions: func(r *liveRevs) fs.Revisions {
+		return growingRevs{r, func(path string, size int64) {
+			switch filepath.Base(path) {
+			case "doomed":
+				if hooked.CompareAndSwap(0, 1) {
+					mustDo(t, os.Remove(filepath.Join(mnt, "doomed")))
+				}
+			case "swapped":
+				if hooked.CompareAndSwap(1, 2) {
+					mustDo(t, os.Rename(filepath.Join(mnt, "new"), filepath.Join(mnt, "swapped")))
+				}
+			}
+		}}
+	}})
+	mnt = l.mnt
+	for name, text := range map[string]string{"doomed": "old doomed", "swapped": "old swapped", "new": "new swapped"} {
+		mustDo(t, os.WriteFile(filepath.Join(mnt, name), []byte(text), 0o644))
+	}
+	mustDo(t, os.Mkdir(filepath.Join(mnt, ".snapshots", "s1"), 0o755))
+	if hooked.Load() != 2 {
+		t.Fatalf("the hook ran %d times of 2", hooked.Load())
+	}
+	ents, err := os.ReadDir(filepath.Join(mnt, ".snapshots", "s1"))
+	mustDo(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	// new is in the snapshot if the build statted it before the rename.
+	if s := fmt.Sprint(names); s != "[swapped]" && s != "[new swapped]" {
+		t.Fatalf("snapshot lists %v, want swapped (and maybe new)", names)
+	}
+	got, err := os.ReadFile(filepath.Join(mnt, ".snapshots", "s1", "swapped"))
+	if err != nil || string(got) != "new swapped" {
+		t.Fatalf("snapshot's swapped: %q, %v; want the replacing file's content", got, err)
+	}
+	l.stop(t)
+	verifyClean(t, store)
+}
+
+// TestSnapshotsUnderChurn is the reviewer's repro: two writers create,
+// write and remove files in a loop while snapshots are taken; every
+// snapshot succeeds (about 1 in 5 failed with ENOENT).
+func TestSnapshotsUnderChurn(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := startWith(t, Config{Store: store})
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var churned atomic.Int64
+	for _, w := range []string{"a", "b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 1500 && ctx.Err() == nil; i++ { // bounded, as the repro's
+				p := filepath.Join(l.mnt, fmt.Sprintf("churn%s.%d.tmp", w, i%50))
+				if err := os.WriteFile(p, []byte("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"), 0o644); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := os.Remove(p); err != nil {
+					t.Error(err)
+					return
+				}
+				churned.Add(1)
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	var failed []error
+	snaps, during := 0, 0
+	for i := 0; i < 5 || churned.Load() < 3000 && i < 20; i++ {
+		start := time.Now()
+		if err := os.Mkdir(filepath.Join(l.mnt, ".snapshots", fmt.Sprintf("w%d", i)), 0o755); err != nil {
+			failed = append(failed, err)
+		}
+		snaps++
+		if churned.Load() < 3000 {
+			during++
+		}
+		t.Logf("snapshot %d: %v, %d churned", i, time.Since(start), churned.Load())
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	wg.Wait()
+	t.Logf("%d files created and removed meanwhile", churned.Load())
+	if during < 2 {
+		t.Fatalf("only %d snapshots ended while the files churned", during)
+	}
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d snapshots failed: %v", len(failed), snaps, failed)
+	}
+	l.stop(t)
+	verifyClean(t, store)
+}
