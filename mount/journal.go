@@ -433,6 +433,15 @@ func (j *journal) sync() {
 	j.unsynced = false
 }
 
+// clean reports whether id has no pending entry: every change made to
+// its live file through this mount (Dirtied comes before the change
+// reaches the file) is in a durable revision, and none is under way.
+func (j *journal) clean(id fs.FileID) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.pending[id] == nil
+}
+
 // entries returns the pending files, for the redo.
 func (j *journal) entries() map[fs.FileID]pendingFile {
 	j.mu.Lock()

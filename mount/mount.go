@@ -174,7 +174,7 @@ func open(store, mnt string, cfg Config) (*running, error) {
 	if cfg.testRecorder != nil {
 		cfg.testRecorder(m.rec)
 	}
-	m.snaps = newSnapshotParts(st, live, ls, cfg)
+	m.snaps = newSnapshotParts(st, live, ls, m.jnl, cfg)
 	hist, err := m.historyView(store)
 	if err != nil {
 		return nil, errors.Join(err, m.close(context.Background()))

@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -56,6 +58,13 @@ type liveRevs struct {
 	st   *objstore.Store
 	ls   *lockedSink
 	live string // the live tree's root: store files are named relative to it
+	// clean, if set, reports whether every change made to the file
+	// through this mount is recorded in a durable revision (the pending
+	// journal has no entry for it): see unchanged.
+	clean func(fs.FileID) bool
+	// read counts the bytes read from live files (to compare or record
+	// them); tests check that a snapshot reads what changed, no more.
+	read atomic.Int64
 }
 
 var _ fs.TreeSource = (*liveRevs)(nil)
@@ -96,7 +105,7 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 		if e, err = r.st.Entry(prev); err != nil {
 			return index.RevID{}, 0, fmt.Errorf("revision %v: %w", prev, err)
 		}
-		if unchangedSince(path, e) {
+		if r.unchanged(path, id, e) {
 			return prev, int64(e.Size), nil
 		}
 	}
@@ -106,7 +115,7 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 	}
 	defer f.Close()
 	at := time.Now() // the revision's time: see objstore.PutRequest.Time
-	src := io.NewSectionReader(f, 0, size)
+	src := io.NewSectionReader(countingReader{f, &r.read}, 0, size)
 	if !prev.IsNull() && e.Size == uint64(size) {
 		if same, err := r.holds(ctx, e, src); same || err != nil {
 			return prev, int64(e.Size), err
@@ -146,6 +155,29 @@ func openSame(path string, id fs.FileID) (*os.File, error) {
 	return f, nil
 }
 
+// unchanged reports whether the live file at path, whose FileID is id,
+// still holds revision e's content, from its stat alone: it was last
+// changed well before e's content was read (unchangedSince), or it was
+// changed a moment before (within ctimeSlack, which does not tell a
+// change just before the read from one just after: a snapshot right
+// after an in-place write of a big file read and hashed it whole, and
+// rebuilt the revision's text, recorded from the written ranges, to
+// compare) but no later than e's time, and the mount says that every
+// change made to it through the mount is in a durable revision, which e,
+// the file's newest, then holds. (A change made behind the mount's back
+// within a clock tick of the recording is the one it cannot see: the
+// live directory is the mount's.)
+func (r *liveRevs) unchanged(path string, id fs.FileID, e index.Entry) bool {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(path, &st); err != nil {
+		return false
+	}
+	if statUnchanged(&st, e) {
+		return true
+	}
+	return r.clean != nil && !id.IsZero() && uint64(st.Size) == e.Size && st.Ctim.Nano() <= e.Time && r.clean(id)
+}
+
 // holds reports whether revision e's content is src's, streamed through
 // a hash. A revision recorded from written ranges alone has no content
 // hash (index.FlagHashDeferred): its text's is compared instead, or
@@ -161,13 +193,33 @@ func (r *liveRevs) holds(ctx context.Context, e index.Entry, src *io.SectionRead
 	}
 	want := e.Hash
 	if e.Flags&index.FlagHashDeferred != 0 {
-		text, err := r.st.Get(ctx, e.ID())
-		if err != nil {
+		var ok bool
+		if want, ok = r.textHash(ctx, e); !ok {
 			return false, nil // recorded again, read back at verify
 		}
-		want = xxhash.Sum64(text)
 	}
 	return h.Sum64() == want, nil
+}
+
+// freeBigText: a text at least this large, rebuilt to hash it, is given
+// back to the system once hashed: nothing else allocates enough to make
+// the collector run soon after a snapshot, and the mount's memory stayed
+// at the size of the largest such text (2 GiB after two snapshots of a
+// 1 GiB file).
+const freeBigText = 64 << 20
+
+// textHash returns the content hash of revision e, rebuilding its text;
+// ok is false if it cannot be read.
+func (r *liveRevs) textHash(ctx context.Context, e index.Entry) (h uint64, ok bool) {
+	text, err := r.st.Get(ctx, e.ID())
+	if err != nil {
+		return 0, false
+	}
+	h, n := xxhash.Sum64(text), len(text)
+	if n >= freeBigText {
+		debug.FreeOSMemory()
+	}
+	return h, true
 }
 
 // record stores src as the next revision of the live file, named (a new

@@ -24,15 +24,20 @@ type snapshotParts struct {
 }
 
 // newSnapshotParts builds the snapshotter of a mount over st; ls is nil
-// on a read-only mount (no snapshot can be taken there).
-func newSnapshotParts(st *objstore.Store, live string, ls *lockedSink, cfg Config) *snapshotParts {
+// on a read-only mount (no snapshot can be taken there), as is jnl, the
+// mount's pending journal.
+func newSnapshotParts(st *objstore.Store, live string, ls *lockedSink, jnl *journal, cfg Config) *snapshotParts {
 	snap := newSnapshotter(st, nil, nil, cfg.Logger)
 	p := &snapshotParts{snap: snap, hist: &historian{st: st, dir: filepath.Dir(live), ls: ls, snaps: snap}}
 	if ls != nil {
 		p.tree = fs.NewTreeBuilder(live)
-		p.snap.b, p.snap.revs = p.tree, &liveRevs{st: st, ls: ls, live: live}
+		revs := &liveRevs{st: st, ls: ls, live: live}
+		if jnl != nil {
+			revs.clean = jnl.clean
+		}
+		p.snap.b, p.snap.revs = p.tree, revs
 		if cfg.testRevisions != nil {
-			p.snap.revs = cfg.testRevisions(p.snap.revs.(*liveRevs))
+			p.snap.revs = cfg.testRevisions(revs)
 		}
 	}
 	return p
