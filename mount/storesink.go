@@ -450,17 +450,28 @@ func rewritten(c *fs.Change) bool {
 	return n > c.Size/2
 }
 
-// countingReader counts the bytes read from the live file.
+// countingReader counts the bytes read from the live file. It is an
+// objstore.FileReader: a streamed put maps the file (and skips its
+// holes), and counts what it reads so.
 type countingReader struct {
 	r io.ReaderAt
 	n *atomic.Int64
 }
+
+var _ objstore.FileReader = countingReader{}
 
 func (c countingReader) ReadAt(b []byte, off int64) (int, error) {
 	n, err := c.r.ReadAt(b, off)
 	c.n.Add(int64(n))
 	return n, err
 }
+
+func (c countingReader) File() *os.File {
+	f, _ := c.r.(*os.File)
+	return f
+}
+
+func (c countingReader) Mapped(n int64) { c.n.Add(n) }
 
 // bind maps id to fid, in memory and (by syncIDs) in the ids file;
 // syncIDs makes the record durable, which must happen before a revision

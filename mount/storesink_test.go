@@ -132,6 +132,40 @@ func TestBigNewFileStreamed(t *testing.T) {
 	}
 }
 
+// TestBigSparseFileStreamed: a new sparse file of 64 MiB with 4 KiB of
+// data is recorded through the store's mapping of the live file
+// (countingReader is an objstore.FileReader): its holes are found and
+// not read, and the store keeps bytes, not megabytes. (The wrapper
+// used to hide the file from the store, which then read every hole.)
+func TestBigSparseFileStreamed(t *testing.T) {
+	const size = 64 << 20
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	p := filepath.Join(l.mnt, "sparse")
+	sink := l.sink(t)
+	data := testutil.Bytes(3, 4096)
+	f, err := os.Create(p)
+	mustDo(t, err)
+	mustDo(t, f.Truncate(size))
+	if _, err := f.WriteAt(data, size/2); err != nil {
+		t.Fatal(err)
+	}
+	read0, stored0 := sink.liveRead.Load(), storeStats(t, sink.st).StoredBytes
+	mustDo(t, f.Close())
+	l.recorded(t, 1)
+	read, stored := sink.liveRead.Load()-read0, storeStats(t, sink.st).StoredBytes-stored0
+	if read > size/4 || stored > 64<<10 {
+		t.Errorf("sparse first revision: %d of %d bytes read from the live file, %d stored", read, size, stored)
+	}
+	l.stop(t)
+	st, revs := revisions(t, store)
+	want := make([]byte, size)
+	copy(want[size/2:], data)
+	if got, err := st.Get(context.Background(), revs[1][0].ID()); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("sparse revision reads back wrong: %d bytes, %v", len(got), err)
+	}
+}
+
 func storeStats(t testing.TB, st *objstore.Store) objstore.Stats {
 	t.Helper()
 	s, err := st.Stats(context.Background())

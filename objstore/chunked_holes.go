@@ -179,8 +179,8 @@ type holeFinder struct {
 // newHoleFinder returns a finder of src's holes, or nil if src is not a
 // file or cannot be opened again.
 func newHoleFinder(src io.ReaderAt) *holeFinder {
-	f, ok := src.(*os.File)
-	if !ok {
+	f := sourceFile(src)
+	if f == nil {
 		return nil
 	}
 	g, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))

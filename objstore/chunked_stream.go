@@ -223,6 +223,9 @@ func (st *streamer) read(ctx context.Context) {
 			}
 		}
 		d.Write(buf) // a mapped chunk faults in here (or, cut short, panics: catchFault)
+		if fr, ok := st.src.(FileReader); ok && st.mapped != nil {
+			fr.Mapped(n)
+		}
 		st.mu.Lock()
 		st.jobs[i].text = buf
 		st.nread++
@@ -231,7 +234,7 @@ func (st *streamer) read(ctx context.Context) {
 	}
 	var one [1]byte
 	// A mapped source or one with holes not read may have shrunk unseen.
-	if m, _ := st.src.ReadAt(one[:], st.size); m > 0 || (st.mapped != nil || st.holes > 0) && !sizeIs(st.src.(*os.File), st.size) {
+	if m, _ := st.src.ReadAt(one[:], st.size); m > 0 || (st.mapped != nil || st.holes > 0) && !sizeIs(sourceFile(st.src), st.size) {
 		st.fail(errStreamSize)
 		return
 	}

@@ -20,11 +20,36 @@ import (
 // guarded makes the stream's errStreamSize, so that the put falls
 // back to reading the file whole, as for a source of another length.
 
-// mapSource maps size bytes of src if it is a file of that size that
+// A FileReader is a source that reads a file and is not one: a wrapper
+// that counts what is read, say. A streamed put maps the file and finds
+// its holes as for a file source, and reports to Mapped each chunk it
+// read through the mapping (n bytes), as the wrapper's ReadAt would
+// have seen it read. (The mount's recorder wrapped every live file so:
+// its big files were read with read(2), not mapped, and every hole of a
+// sparse one was read.)
+type FileReader interface {
+	io.ReaderAt
+	File() *os.File // nil: no file to map; read through ReadAt
+	Mapped(n int64)
+}
+
+// sourceFile returns the file src reads (itself, or a FileReader's), or
+// nil.
+func sourceFile(src io.ReaderAt) *os.File {
+	switch s := src.(type) {
+	case *os.File:
+		return s
+	case FileReader:
+		return s.File()
+	}
+	return nil
+}
+
+// mapSource maps size bytes of src if it reads a file of that size that
 // can be mapped, or returns nil.
 func mapSource(src io.ReaderAt, size int64) []byte {
-	f, ok := src.(*os.File)
-	if !ok || size <= 0 || int64(int(size)) != size || !sizeIs(f, size) {
+	f := sourceFile(src)
+	if f == nil || size <= 0 || int64(int(size)) != size || !sizeIs(f, size) {
 		return nil
 	}
 	m, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
