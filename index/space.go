@@ -1,6 +1,7 @@
 package index
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -290,23 +291,25 @@ func openRoom(dir string) error {
 
 // closeRoom refuses to close a writable index that lacks the room its
 // Close may write into (badger's Close flushes the memtable and compacts
-// level 0 into the base level, through maps): the memtable's size if
-// anything was written since Open, level 0 and the base level, and a
-// MiB. The index is then left open, as a killed process leaves it: its
+// level 0 into the base level, through maps): twice what the memtable
+// logs hold (a table of their entries, with its index and filter, is
+// no bigger), level 0 and the base level, and a MiB; nothing if there is
+// none of those. The index is then left open, as a killed process leaves it: its
 // log holds every commit, and the next open replays it.
 func (db *DB) closeRoom() error {
 	if db.opt.ReadOnly {
 		return nil
 	}
-	need := int64(1 << 20)
-	if db.wrote.Load() {
-		need += memTableSize
-	}
+	need := 2 * memtableBytes(db.dir)
 	for _, l := range db.bdb.Levels() {
 		if l.Level == 0 || l.IsBaseLevel {
 			need += l.Size
 		}
 	}
+	if need == 0 {
+		return nil // nothing to flush or compact: Close writes nothing
+	}
+	need += 1 << 20
 	free, _, err := freeBytes(db.dir)
 	if err != nil {
 		return err
@@ -316,4 +319,50 @@ func (db *DB) closeRoom() error {
 		return fmt.Errorf("%w; left as is, not closed: the next open replays its log", err)
 	}
 	return nil
+}
+
+// memtableBytes returns the bytes of entries in the memtable logs of dir
+// (the memtables a Close flushes).
+func memtableBytes(dir string) int64 {
+	ents, _ := os.ReadDir(dir)
+	var n int64
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".mem") {
+			n += logEntries(filepath.Join(dir, e.Name()))
+		}
+	}
+	return n
+}
+
+// logHeader is the length of the header of a badger log (a key id and
+// an IV).
+const logHeader = 20
+
+// logEntries returns how many bytes of entries badger's log at p holds:
+// after its header, entries (two bytes of meta, uvarint key length,
+// value length and expiry, the key, the value, a CRC-32) up to the first
+// without a key (badger zeroes the header after each entry it writes).
+// An unreadable log counts as full.
+func logEntries(p string) int64 {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return memTableSize
+	}
+	off := logHeader
+	for off+2 < len(b) {
+		h := off + 2
+		var l [3]uint64
+		for i := range l {
+			v, n := binary.Uvarint(b[h:])
+			if n <= 0 {
+				return int64(off - logHeader)
+			}
+			l[i], h = v, h+n
+		}
+		if l[0] == 0 || l[0]+l[1] > uint64(len(b)) || h+int(l[0]+l[1])+4 > len(b) {
+			break
+		}
+		off = h + int(l[0]+l[1]) + 4
+	}
+	return int64(max(off-logHeader, 0))
 }

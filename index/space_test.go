@@ -2,6 +2,7 @@ package index
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -129,5 +130,31 @@ func BenchmarkRoom(b *testing.B) {
 		if err := db.Room(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestMemtableBytes: Close's room is measured from the entries in the
+// memtable logs: none in a fresh index, about what was written after.
+func TestMemtableBytes(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if n := memtableBytes(dir); n != 0 {
+		t.Fatalf("a fresh index's memtable logs hold %d bytes of entries", n)
+	}
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprintf("a-name-of-32-bytes-number-%06d", i)
+	}
+	if _, err := db.NewFiles(names); err != nil {
+		t.Fatal(err)
+	}
+	// each entry: its key (f/ and 8 bytes, and badger's 8-byte version),
+	// the record holding the name, and a header and a CRC
+	if n := memtableBytes(dir); n < 1000*(18+32) || n > 1000*(18+32+64)+4096 {
+		t.Fatalf("1000 new files: %d bytes of entries in the memtable logs", n)
 	}
 }
