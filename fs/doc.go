@@ -13,7 +13,9 @@
 // implements);
 // building snapshot trees from the live directory with dirty tracking,
 // so that a snapshot re-serialises only the directories that changed
-// (TreeBuilder, snapshots_build.go and snapshots_hooks.go); the identity
+// (TreeBuilder, snapshots_build.go and snapshots_hooks.go; a node
+// removed or replaced under the walk is left out or described again,
+// ErrVanished, never failing the build); the identity
 // of live files (FileID, kept in
 // the xattr user.deltafs.id of the live file, hidden from users); and
 // telling a Recorder what changed.

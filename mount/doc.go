@@ -99,7 +99,14 @@
 // that shrank gives a shorter revision, whose size the entry takes), and
 // the store file is named by its live-relative path. A file over 4 GiB
 // is not read: the snapshot lists it with its size and no revision, and
-// its open inside the snapshot fails with EFBIG.
+// its open inside the snapshot fails with EFBIG. A file's newest revision
+// is named without reading the file when its stat says it did not change
+// since (the ctime well before the revision's time), or when the change
+// was a moment before it and the pending journal has no entry for the
+// file (every change made through the mount is in a durable revision):
+// a snapshot right after a small write into a big file costs the write.
+// A file removed or replaced before it is opened gives fs.ErrVanished,
+// and the build leaves it out or describes it again.
 //
 // # Crash safety
 //
