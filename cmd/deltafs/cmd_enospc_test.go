@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -274,7 +276,7 @@ func TestFullDiskOffline(t *testing.T) {
 		t.Errorf("stats (read-only) on a full disk: exit %d, %q", r.code, r.stderr)
 	}
 	offlineOnFull(t, d.store)
-	r := runBinary(t, nil, "mount", d.store, d.mnt)
+	r := refusedMount(t, d.store, d.mnt)
 	if r.code != 1 || !strings.Contains(r.stderr, "no space left on device") {
 		t.Errorf("mount on a full disk: exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -308,4 +310,26 @@ func checkNoFault(t *testing.T, what, stderr string) {
 	if strings.Contains(stderr, "SIGBUS") || strings.Contains(stderr, "fatal error") {
 		t.Fatalf("%s crashed: %q", what, stderr)
 	}
+}
+
+// refusedMount runs a mount that should refuse at once; one that mounts
+// instead is stopped after a while, not waited for for ever.
+func refusedMount(t *testing.T, store, mnt string) result {
+	t.Helper()
+	cmd := exec.Command(binary, "mount", store, mnt)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-done
+		t.Fatalf("mount on a full disk did not refuse: stdout %q, stderr %q", out.String(), errOut.String())
+	}
+	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errOut.String()}
 }
