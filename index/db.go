@@ -48,7 +48,12 @@ const (
 	numMemtables   = 2
 	blockCacheSize = 16 << 20
 	indexCacheSize = 8 << 20
-	valueLogSize   = 1 << 20 // badger's least: its files are allocated whole (space.go)
+	// valueLogSize bounds a value (badger refuses a longer one): a
+	// directory's tree is one value, 3.2 MB for 40,000 entries of
+	// 30-byte names, so 16 MiB holds a directory of about 200,000. Only
+	// values of bigValue or more go to the value log, which is allocated
+	// (space.go: 32 MiB) before a write that holds one.
+	valueLogSize = 16 << 20
 	// levelZeroTables level-0 tables start a compaction into the base
 	// level.
 	levelZeroTables = 2

@@ -18,7 +18,11 @@ func (db *DB) PutTrees(trees map[TreeHash][]byte) error {
 	if len(trees) == 0 {
 		return nil
 	}
-	if err := db.beginWrite(); err != nil {
+	begin := db.beginWrite
+	if holdsBig(trees) {
+		begin = db.beginBigWrite
+	}
+	if err := begin(); err != nil {
 		return err
 	}
 	wb := db.bdb.NewWriteBatch()
@@ -87,6 +91,11 @@ func (db *DB) CreateSnapshot(s *Snapshot, refs *Refs, trees map[TreeHash][]byte)
 var errStale = errors.New("snapshots changed meanwhile")
 
 func (db *DB) createSnapshot(s *Snapshot, refs *Refs, rb []byte, trees map[TreeHash][]byte) error {
+	if holdsBig(trees) || len(rb) >= bigValue {
+		if err := db.space.allocateVlog(db.dir); err != nil {
+			return err
+		}
+	}
 	var (
 		id       SnapshotID
 		latest   Snapshot

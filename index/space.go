@@ -38,10 +38,12 @@ import (
 //     on to new ones since they last were, so a store into their maps
 //     never needs a block. A log that cannot be fully allocated refuses
 //     the write (a noSpaceError, syscall.ENOSPC to errors.Is). The
-//     value log is made small (valueLogSize, 2 MiB files) so that
-//     allocating it is cheap; only values over badger's threshold (1
-//     MiB: a huge directory's tree, a huge snapshot's reference set)
-//     go there.
+//     value log is allocated (2*valueLogSize, 32 MiB) only before a
+//     write that holds a value of bigValue or more, the values badger
+//     puts there (a huge directory's tree): every other write leaves it
+//     untouched. (It was made 1 MiB, badger's least, for all writes to
+//     allocate it cheaply; that made 1 MiB badger's largest value, and a
+//     snapshot of a directory of 40,000 files failed.)
 //   - A free-space check cannot make a store into a hole safe: between
 //     the check and the store, anything else on the file system (the
 //     mount's own passthrough writers, which the kernel serves without
@@ -162,9 +164,33 @@ func (db *DB) Room() error {
 
 // space keeps badger's logs allocated (see Space above).
 type space struct {
-	mu        sync.Mutex
-	mem, vlog int   // the fids of the logs last allocated; 0: none yet
-	short     error // they are not fully allocated
+	mu    sync.Mutex
+	mem   int   // the fid of the memtable log last allocated; 0: none yet
+	short error // it (or DISCARD) is not fully allocated
+	vlog  int   // the fid of the value log last allocated; 0: none yet
+}
+
+// bigValue is badger's value threshold (its default, which badgerOptions
+// keeps): a value this long or longer is stored in the value log.
+const bigValue = 1 << 20
+
+// holdsBig reports whether any of values goes to the value log.
+func holdsBig[K comparable](values map[K][]byte) bool {
+	for _, v := range values {
+		if len(v) >= bigValue {
+			return true
+		}
+	}
+	return false
+}
+
+// beginBigWrite is beginWrite for a write holding a value of bigValue or
+// more: it allocates the current value log too.
+func (db *DB) beginBigWrite() error {
+	if err := db.beginWrite(); err != nil {
+		return err
+	}
+	return db.space.allocateVlog(db.dir)
 }
 
 // beginWrite is called before every write transaction: it refuses it
@@ -188,17 +214,33 @@ func (db *DB) beginWrite() error {
 func (s *space) allocate(dir string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mem != 0 && s.short == nil && !exists(dir, memName(s.mem+1)) && !exists(dir, vlogName(s.vlog+1)) {
+	if s.mem != 0 && s.short == nil && !exists(dir, memName(s.mem+1)) {
 		return nil
 	}
-	s.mem, s.vlog = currentLogs(dir)
+	s.mem, _ = currentLogs(dir)
 	s.short = nil
-	for _, name := range []string{memName(s.mem), vlogName(s.vlog), "DISCARD"} {
+	for _, name := range []string{memName(s.mem), "DISCARD"} {
 		if err := fallocate(filepath.Join(dir, name)); err != nil {
 			s.short = &noSpaceError{op: "write", dir: dir, err: err}
 			return s.short
 		}
 	}
+	return nil
+}
+
+// allocateVlog fallocates the current value log of dir, unless it was
+// already.
+func (s *space) allocateVlog(dir string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, fid := currentLogs(dir)
+	if fid == s.vlog && fid != 0 {
+		return nil
+	}
+	if err := fallocate(filepath.Join(dir, vlogName(fid))); err != nil {
+		return &noSpaceError{op: "write", dir: dir, err: err}
+	}
+	s.vlog = fid
 	return nil
 }
 

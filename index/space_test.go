@@ -43,15 +43,24 @@ func TestWriteOnFullDisk(t *testing.T) {
 	if err := db.SetFormat(1); err != nil {
 		t.Fatal(err)
 	}
-	mem, vlog := currentLogs(dir)
-	for _, name := range []string{memName(mem), vlogName(vlog)} {
+	allocated := func(name string) bool {
+		t.Helper()
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if blocks := fi.Sys().(*syscall.Stat_t).Blocks * 512; blocks < fi.Size() {
-			t.Errorf("%s: %d of %d bytes allocated", name, blocks, fi.Size())
-		}
+		return fi.Sys().(*syscall.Stat_t).Blocks*512 >= fi.Size()
+	}
+	mem, vlog := currentLogs(dir)
+	if !allocated(memName(mem)) {
+		t.Errorf("%s not allocated", memName(mem))
+	}
+	if allocated(vlogName(vlog)) {
+		t.Errorf("%s allocated with no value for it", vlogName(vlog))
+	}
+	tb, th, err := bigTree(30000).Encode()
+	if err != nil {
+		t.Fatal(err)
 	}
 	filler := filepath.Join(fsdir, "filler")
 	fill(t, filler)
@@ -66,11 +75,20 @@ func TestWriteOnFullDisk(t *testing.T) {
 	if tail, err := db.Tail(); err != nil || tail != (Tail{}) {
 		t.Fatalf("tail after a refused commit: %v, %v", tail, err)
 	}
+	if err := db.PutTrees(map[TreeHash][]byte{th: tb}); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("a big tree on a full disk: %v, want ENOSPC", err)
+	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Commit(b); err != nil {
 		t.Fatalf("commit with room: %v", err)
+	}
+	if err := db.PutTrees(map[TreeHash][]byte{th: tb}); err != nil {
+		t.Fatalf("a big tree with room: %v", err)
+	}
+	if _, vlog := currentLogs(dir); !allocated(vlogName(vlog)) {
+		t.Errorf("%s not allocated for a %d-byte value", vlogName(vlog), len(tb))
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
