@@ -137,7 +137,7 @@ func (e *Env) probeSnapshots(bin string) string {
 func mountNotes() []string {
 	return []string{
 		"Cold reads (M1 read, M2 randread) follow `sync; echo 3 > /proc/sys/vm/drop_caches`, which empties the page cache of the FUSE files and of the backing files alike.",
-		"deltafs serves read-only opens with FUSE passthrough when run as root (the kernel reads the live file directly); the go-fuse loopback with default options does not.",
+		"Both mounts serve opened files with FUSE passthrough when run as root (the kernel reads and writes the backing file directly): the go-fuse loopback every open (its LoopbackFile gives the kernel its descriptor), deltafs its read-only opens and the writable opens that start a file over (create, O_TRUNC), whose change is recorded whole anyway; other writers go through the server, which sees their written ranges.",
 	}
 }
 
