@@ -27,14 +27,7 @@ func TestUnreleasedHandleRecordedAtShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeAtT(t, f, 0, data)
-	var st unix.Stat_t
-	if err := unix.Stat(l.mnt, &st); err != nil {
-		t.Fatal(err)
-	}
-	abort := fmt.Sprintf("/sys/fs/fuse/connections/%d/abort", unix.Minor(st.Dev))
-	if err := os.WriteFile(abort, []byte("1"), 0o200); err != nil {
-		testutil.SkipOrFail(t, "cannot abort the FUSE connection: %v", err)
-	}
+	testutil.AbortFUSE(t, l.mnt)
 	select {
 	case err := <-l.done:
 		if err != nil {

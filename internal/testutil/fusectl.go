@@ -1,0 +1,55 @@
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// fusectlDir is where the kernel's FUSE control filesystem (fusectl)
+// lists one directory per connection, named by the minor number of the
+// mount's device.
+const fusectlDir = "/sys/fs/fuse/connections"
+
+// AbortFUSE aborts the FUSE connection of the mount at mnt, as
+// `echo 1 > /sys/fs/fuse/connections/N/abort` does: every request in
+// flight fails and the server's reads of /dev/fuse end. A fresh machine
+// may not have the control filesystem mounted (systemd mounts it at
+// boot; a bare one does not): AbortFUSE mounts it then, as root. It
+// skips t when it cannot abort, and fails t instead under CI=true.
+func AbortFUSE(t testing.TB, mnt string) {
+	t.Helper()
+	if err := abortFUSE(mnt); err != nil {
+		SkipOrFail(t, "cannot abort the FUSE connection: %v", err)
+	}
+}
+
+func abortFUSE(mnt string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(mnt, &st); err != nil {
+		return err
+	}
+	if err := mountFusectl(); err != nil {
+		return err
+	}
+	abort := fmt.Sprintf("%s/%d/abort", fusectlDir, unix.Minor(st.Dev))
+	return os.WriteFile(abort, []byte("1"), 0o200)
+}
+
+// mountFusectl mounts the control filesystem on fusectlDir unless the
+// mount table has it there already.
+func mountFusectl() error {
+	if Mounted(fusectlDir) {
+		return nil
+	}
+	err := unix.Mount("fusectl", fusectlDir, "fusectl", 0, "")
+	if err == unix.EBUSY { // mounted meanwhile by someone else
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("mount fusectl on %s: %w", fusectlDir, err)
+	}
+	return nil
+}

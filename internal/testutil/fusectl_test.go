@@ -1,0 +1,35 @@
+package testutil
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+)
+
+// TestAbortFUSE: after AbortFUSE the mount answers ENOTCONN and its
+// server stops serving.
+func TestAbortFUSE(t *testing.T) {
+	RequireFUSE(t)
+	dir, server := Mount(t, &fs.Inode{}, nil)
+	if _, err := os.ReadDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	AbortFUSE(t, dir)
+	if !Mounted(fusectlDir) {
+		t.Fatalf("%s not mounted after AbortFUSE", fusectlDir)
+	}
+	if _, err := os.ReadDir(dir); !errors.Is(err, syscall.ENOTCONN) {
+		t.Fatalf("ReadDir of the aborted mount: %v, want ENOTCONN", err)
+	}
+	done := make(chan struct{})
+	go func() { server.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server still serves 10 s after the abort")
+	}
+}
