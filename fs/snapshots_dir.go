@@ -150,7 +150,9 @@ func (d *SnapshotsDir) Rmdir(ctx context.Context, name string) syscall.Errno {
 }
 
 // Rename renames a snapshot; it cannot leave .snapshots, and cannot
-// replace another snapshot.
+// replace another snapshot. A new name refused (a control character, an
+// automatic snapshot's name) is EPERM, not mkdir's EINVAL: rename(2)'s
+// EINVAL means "new is a subdirectory of old", and mv says so.
 func (d *SnapshotsDir) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	if newParent.EmbeddedInode() != d.EmbeddedInode() {
 		return syscall.EXDEV
@@ -158,10 +160,14 @@ func (d *SnapshotsDir) Rename(ctx context.Context, name string, newParent gofs.I
 	if flags&unixRenameExchange != 0 {
 		return syscall.EINVAL
 	}
-	if errno := checkSnapName(newName); errno != 0 {
-		return errno
+	errno := checkSnapName(newName)
+	if errno == 0 {
+		errno = snapErrno(d.v.log, "rename snapshot", d.v.snaps.Rename(ctx, name, newName))
 	}
-	return snapErrno(d.v.log, "rename snapshot", d.v.snaps.Rename(ctx, name, newName))
+	if errno == syscall.EINVAL {
+		return syscall.EPERM
+	}
+	return errno
 }
 
 // unixRenameExchange is RENAME_EXCHANGE.

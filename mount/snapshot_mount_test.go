@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -107,8 +108,10 @@ func TestMountedSnapshots(t *testing.T) {
 		if err := os.Mkdir(m+"/.snapshots/"+name, 0o755); !errors.Is(err, syscall.EINVAL) {
 			t.Errorf("mkdir of snapshot %q: %v, want EINVAL", name, err)
 		}
-		if err := os.Rename(s1, m+"/.snapshots/"+name); !errors.Is(err, syscall.EINVAL) {
-			t.Errorf("rename to snapshot %q: %v, want EINVAL", name, err)
+		// rename(2)'s EINVAL means "new is a subdirectory of old" (mv
+		// says so): a refused new name is EPERM.
+		if err := os.Rename(s1, m+"/.snapshots/"+name); !errors.Is(err, syscall.EPERM) {
+			t.Errorf("rename to snapshot %q: %v, want EPERM", name, err)
 		}
 	}
 	mustDo(t, os.Rename(s1, m+"/.snapshots/first"))
@@ -173,8 +176,15 @@ func TestAutomaticSnapshots(t *testing.T) {
 	if err := os.Mkdir(l.mnt+"/.snapshots/auto-2026-11-30T16:37:17Z", 0o755); !errors.Is(err, syscall.EINVAL) {
 		t.Fatalf("mkdir of an automatic name: %v, want EINVAL", err)
 	}
-	if err := os.Rename(l.mnt+"/.snapshots/mine", l.mnt+"/.snapshots/auto-2026-11-30T16:37:17Z"); !errors.Is(err, syscall.EINVAL) {
-		t.Fatalf("rename to an automatic name: %v, want EINVAL", err)
+	if err := os.Rename(l.mnt+"/.snapshots/mine", l.mnt+"/.snapshots/auto-2026-11-30T16:37:17Z"); !errors.Is(err, syscall.EPERM) {
+		t.Fatalf("rename to an automatic name: %v, want EPERM", err)
+	}
+	// mv read EINVAL as a move into a subdirectory of itself.
+	if mv, err := exec.LookPath("mv"); err == nil {
+		out, err := exec.Command(mv, l.mnt+"/.snapshots/mine", l.mnt+"/.snapshots/auto-2026-12-01T02:00:00Z").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "Operation not permitted") {
+			t.Fatalf("mv to an automatic name: %v: %s", err, out)
+		}
 	}
 	time.Sleep(4 * time.Second)
 	ents, err := os.ReadDir(l.mnt + "/.snapshots")
