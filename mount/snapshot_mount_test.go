@@ -238,3 +238,54 @@ func TestSnapshotsDirTimes(t *testing.T) {
 		t.Fatalf(".snapshots mtime %v after a snapshot over the socket, want later than %v", t2, t1)
 	}
 }
+
+// TestSnapshotRootListsXattrs: listxattr of a snapshot's directory lists
+// user.deltafs.exclusive_bytes, which getxattr answers, after the
+// directory's own xattrs, with the size query (size 0) and ERANGE as
+// listxattr(2) has them; every other node of a snapshot lists exactly
+// the xattrs it had.
+func TestSnapshotRootListsXattrs(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	l := start(t, store)
+	m := l.mnt
+	mustDo(t, os.MkdirAll(m+"/d", 0o755))
+	mustDo(t, os.WriteFile(m+"/d/f", []byte("content\n"), 0o644))
+	mustDo(t, unix.Setxattr(m, "user.top", []byte("1"), 0))
+	mustDo(t, unix.Setxattr(m+"/d", "user.dir", []byte("2"), 0))
+	mustDo(t, unix.Setxattr(m+"/d/f", "user.file", []byte("3"), 0))
+	mustDo(t, os.Mkdir(m+"/.snapshots/h01", 0o755))
+	root := m + "/.snapshots/h01"
+
+	list := func(p string) []string {
+		t.Helper()
+		sz, err := unix.Listxattr(p, nil)
+		mustDo(t, err)
+		buf := make([]byte, sz)
+		n, err := unix.Listxattr(p, buf)
+		if err != nil || n != sz {
+			t.Fatalf("listxattr %s: %d bytes, %v; the size query said %d", p, n, err, sz)
+		}
+		if sz > 0 {
+			if _, err := unix.Listxattr(p, make([]byte, sz-1)); !errors.Is(err, syscall.ERANGE) {
+				t.Errorf("listxattr %s into %d bytes (of %d): %v, want ERANGE", p, sz-1, sz, err)
+			}
+		}
+		return strings.Split(strings.TrimSuffix(string(buf[:n]), "\x00"), "\x00")
+	}
+	for p, want := range map[string]string{
+		root:          "[user.top user.deltafs.exclusive_bytes]",
+		root + "/d":   "[user.dir]",
+		root + "/d/f": "[user.file]",
+		m + "/d/f":    "[user.file]",
+	} {
+		if got := fmt.Sprint(list(p)); got != want {
+			t.Errorf("listxattr %s = %s, want %s", p, got, want)
+		}
+	}
+	for _, name := range list(root) {
+		buf := make([]byte, 64)
+		if _, err := unix.Getxattr(root, name, buf); err != nil {
+			t.Errorf("getxattr %s of a snapshot's directory, which lists it: %v", name, err)
+		}
+	}
+}
