@@ -132,6 +132,11 @@ func runVerify(cmd *cobra.Command, arg string, asJSON bool) error {
 		}
 	})
 	res.Mounted = err == nil
+	if res.Mounted {
+		// The report names the store, not the path inside its mount
+		// ("verify ." in the mount) that led to it.
+		res.Store = store
+	}
 	if errors.Is(err, mount.ErrNotMounted) {
 		rep, err = verifyOffline(cmd, store, report, progress)
 	}

@@ -45,8 +45,18 @@ func TestVerifyThroughMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, code := verifyJSON(t, filepath.Join(mnt, "src"))
-	if code != exitOK || !res.Clean || !res.Mounted || res.Snapshots != 1 || res.LiveFiles != 2 || res.Pending != 1 || res.Revisions < 2 {
-		t.Fatalf("clean mounted store: exit %d, %+v", code, res)
+	if code != exitOK || !res.Clean || !res.Mounted || res.Snapshots != 1 || res.LiveFiles != 2 || res.Pending != 1 || res.Revisions < 2 || res.Store != store {
+		t.Fatalf("clean mounted store %s: exit %d, %+v", store, code, res)
+	}
+	// Through the mount, the summary names the store, not the path
+	// given: "verify ." in the mount, or the mount point.
+	for _, c := range []struct{ dir, arg string }{{mnt, "."}, {"", mnt + "/"}, {filepath.Join(mnt, "src"), "a.txt"}} {
+		cmd := exec.Command(binary, "verify", c.arg)
+		cmd.Dir = c.dir
+		out, err := cmd.Output()
+		if err != nil || !strings.Contains(string(out), " live files in "+store+": clean") {
+			t.Fatalf("verify %s in %q: %v\n%s", c.arg, c.dir, err, out)
+		}
 	}
 	seg := filepath.Join(store, "segments", "00000001.seg")
 	b, err := os.ReadFile(seg)
