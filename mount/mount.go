@@ -139,7 +139,7 @@ type running struct {
 func open(store, mnt string, cfg Config) (*running, error) {
 	// FastFulltexts: recording keeps up with a tree of new files; a
 	// repack recompresses their fulltexts at the better level.
-	st, err := objstore.Open(store, objstore.Config{Create: !cfg.ReadOnly, ReadOnly: cfg.ReadOnly, FastFulltexts: true, Holder: "mounted on " + mnt, Logger: cfg.Logger})
+	st, err := objstore.Open(store, objstore.Config{Create: !cfg.ReadOnly, ReadOnly: cfg.ReadOnly, FastFulltexts: true, Holder: mountedOn + mnt, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -34,6 +35,46 @@ func MountSource(dir string) string {
 		}
 	}
 	return store
+}
+
+// mountedOn starts the holder a mount writes into its store's lock,
+// followed by the mount point.
+const mountedOn = "mounted on "
+
+// MountOf says which deltafs mount dir (absolute, symlinks resolved; no
+// deltafs mount point itself) belongs to, for "deltafs umount" to name
+// the one meant: the mount serving the store dir (isStore; the mount
+// whose source in /proc/self/mountinfo is dir, else the mount point
+// that dir's store lock names, a mount this process cannot see), or the
+// deepest mount point holding dir. mnt is "" when dir is neither. It
+// reads mountinfo once, and dir's lock only when dir holds a store.
+func MountOf(dir string) (mnt string, isStore bool) {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	inside := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 2 || g[0] != fsType {
+			continue
+		}
+		point := unescapeMountinfo(f[4])
+		if unescapeMountinfo(g[1]) == dir {
+			return point, true
+		}
+		if (within(dir, point) || point == "/") && len(point) > len(inside) {
+			inside = point
+		}
+	}
+	if inside != "" || !exists(filepath.Join(dir, "FORMAT")) {
+		return inside, false
+	}
+	var held *objstore.LockError
+	if errors.As(objstore.Holder(dir), &held) {
+		if point, ok := strings.CutPrefix(held.Holder, mountedOn); ok {
+			return point, true
+		}
+	}
+	return "", false
 }
 
 // DetachDead lazily unmounts the deltafs mount on dir if its server is

@@ -29,7 +29,9 @@ recorded by the next mount; the mount process says so in its own
 output). A busy mount (a shell inside it, an open file) is refused with
 exit status 11, naming the processes that hold it. A mount whose
 process was killed is detached (the next mount records what it left);
-one whose process dies while umount waits for it is reported (exit 1).`,
+one whose process dies while umount waits for it is reported (exit 1).
+A path inside a deltafs mount, or the store of one, is refused (exit 3)
+with the mount point to give instead.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runUmount(cmd.OutOrStdout(), args[0], umountWait)
@@ -52,6 +54,12 @@ func runUmount(out io.Writer, mnt string, wait time.Duration) error {
 		return fmt.Errorf("%s: %w: %w", mnt, mount.ErrMountPoint, err)
 	}
 	if !mount.IsDeltafsMount(abs) {
+		switch m, isStore := mount.MountOf(abs); {
+		case isStore:
+			return fmt.Errorf("%w: %s is the store of the deltafs mount at %s (umount %s)", mount.ErrMountPoint, abs, m, m)
+		case m != "":
+			return fmt.Errorf("%w: %s is inside the deltafs mount at %s (umount %s)", mount.ErrMountPoint, abs, m, m)
+		}
 		return fmt.Errorf("%s: %w: not a deltafs mount", abs, mount.ErrMountPoint)
 	}
 	store := mount.MountSource(abs)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,4 +196,73 @@ func TestUmountMountDiesMeanwhile(t *testing.T) {
 	if err := waitReleased(&out, "/x", store, time.Minute); err != nil {
 		t.Fatalf("waitReleased with the lock let go: %v", err)
 	}
+}
+
+// TestUmountNotTheMountPoint: umount of a path inside a deltafs mount (a
+// file, .snapshots, a directory, given relative too) or of the store of
+// one says what the path is and names the mount to unmount, exit 3,
+// and unmounts nothing; a path near no deltafs mount is still "not a
+// deltafs mount".
+func TestUmountNotTheMountPoint(t *testing.T) {
+	store, mnt := newMountDirs(t)
+	p := startMount(t, store, mnt)
+	writeFile(t, mkdir(t, mnt, "sub"), "somefile", []byte("x\n"))
+	inside := " is inside the deltafs mount at " + mnt + " (umount " + mnt + ")"
+	rel, err := filepath.Rel(mustGetwd(t), filepath.Join(mnt, "sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := t.TempDir()
+	for _, c := range []struct{ arg, want string }{
+		{filepath.Join(mnt, "sub", "somefile"), filepath.Join(mnt, "sub", "somefile") + inside},
+		{filepath.Join(mnt, "sub") + "/", filepath.Join(mnt, "sub") + inside},
+		{rel, filepath.Join(mnt, "sub") + inside},
+		{filepath.Join(mnt, ".snapshots"), filepath.Join(mnt, ".snapshots") + inside},
+		{store, store + " is the store of the deltafs mount at " + mnt + " (umount " + mnt + ")"},
+		{plain, plain + ": unusable mount point: not a deltafs mount"},
+	} {
+		r := runBinary(t, nil, "umount", c.arg)
+		if r.code != exitMountPoint || r.stdout != "" || !strings.HasSuffix(r.stderr, c.want+"\n") || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("umount %s: exit %d, stdout %q, stderr %q; want exit %d and %q", c.arg, r.code, r.stdout, r.stderr, exitMountPoint, c.want)
+		}
+		if !testutil.Mounted(mnt) {
+			t.Fatalf("umount %s unmounted %s", c.arg, mnt)
+		}
+	}
+	p.stop(t, syscall.SIGTERM)
+}
+
+// TestUmountStoreOfUnseenMount: the store of a mount this process cannot
+// see in its mountinfo (another mount namespace) is named by its lock:
+// the mount point its holder wrote.
+func TestUmountStoreOfUnseenMount(t *testing.T) {
+	store := t.TempDir()
+	if err := os.WriteFile(filepath.Join(store, "FORMAT"), []byte("1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(store, "LOCK"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("pid 4242\nholder mounted on /elsewhere/work\n"); err != nil {
+		t.Fatal(err)
+	}
+	err = runUmount(io.Discard, store, time.Second)
+	want := "unusable mount point: " + store + " is the store of the deltafs mount at /elsewhere/work (umount /elsewhere/work)"
+	if err == nil || err.Error() != want || exitCode(err) != exitMountPoint {
+		t.Fatalf("umount of a store locked by an unseen mount: %v, want %q (exit %d)", err, want, exitMountPoint)
+	}
+}
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
 }
