@@ -11,9 +11,8 @@ import (
 // XattrExclusiveBytes is the extended attribute of a snapshot's directory
 // (MOUNTPOINT/.snapshots/NAME) whose value is, in decimal, the bytes only
 // that snapshot holds: what deleting it would free (see
-// objstore.SnapshotUsage). It is computed on demand, not stored: listxattr
-// of a snapshot's directory lists it after the directory's own xattrs,
-// and every other node of a snapshot lists exactly the xattrs it had.
+// objstore.SnapshotUsage). It is computed on demand, not stored, so it is
+// not listed: a snapshot's own xattrs stay exactly as they were.
 const XattrExclusiveBytes = "user.deltafs.exclusive_bytes"
 
 // SnapshotSizer is implemented by a Snapshots that can say what each
@@ -41,16 +40,6 @@ func (n *viewNode) exclusiveXattr(ctx context.Context, attr string, dest []byte)
 		return uint32(len(v)), syscall.ERANGE, true
 	}
 	return uint32(copy(dest, v)), 0, true
-}
-
-// computedXattrs appends to list, each followed by a NUL, the names of
-// the attributes n answers without having them (exclusiveXattr): what
-// listxattr adds to its own.
-func (n *viewNode) computedXattrs(list []byte) []byte {
-	if _, can := n.v.snaps.(SnapshotSizer); !can || !n.isSnapshotRoot() {
-		return list
-	}
-	return append(append(list, XattrExclusiveBytes...), 0)
 }
 
 // isSnapshotRoot reports whether n is a snapshot's directory in

@@ -142,7 +142,6 @@ func (n *viewNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.
 	for _, x := range n.e.Xattrs {
 		list = append(append(list, x.Name...), 0)
 	}
-	list = n.computedXattrs(list)
 	if len(dest) < len(list) {
 		return uint32(len(list)), syscall.ERANGE
 	}
