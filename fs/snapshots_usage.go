@@ -12,7 +12,11 @@ import (
 // (MOUNTPOINT/.snapshots/NAME) whose value is, in decimal, the bytes only
 // that snapshot holds: what deleting it would free (see
 // objstore.SnapshotUsage). It is computed on demand, not stored, so it is
-// not listed: a snapshot's own xattrs stay exactly as they were.
+// not listed, as other file systems' computed attributes are not: a
+// snapshot's own xattrs stay exactly as they were, and a copy of a
+// snapshot with its attributes (cp --preserve=xattr, rsync -X) does not
+// carry a stale figure away, nor fail copying it back into the mount,
+// which refuses user.deltafs.* names.
 const XattrExclusiveBytes = "user.deltafs.exclusive_bytes"
 
 // SnapshotSizer is implemented by a Snapshots that can say what each

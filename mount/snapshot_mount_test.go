@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -236,5 +237,63 @@ func TestSnapshotsDirTimes(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond) // the kernel's attribute timeout
 	if t2 := mtime(); !t2.After(t1) {
 		t.Fatalf(".snapshots mtime %v after a snapshot over the socket, want later than %v", t2, t1)
+	}
+}
+
+// TestSnapshotRootXattrs: a snapshot's directory answers getxattr of
+// user.deltafs.exclusive_bytes but does not list it, so that copying a
+// snapshot with its attributes (cp --preserve=xattr, rsync -X) copies
+// the tree's own xattrs only: listed, the computed one was copied too,
+// which the live tree refuses (user.deltafs.* is deltafs's own), and
+// copying a snapshot back into the mount failed. Every node of a snapshot lists
+// exactly the xattrs it had.
+func TestSnapshotRootXattrs(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	l := start(t, store)
+	m := l.mnt
+	mustDo(t, os.MkdirAll(m+"/d", 0o755))
+	mustDo(t, os.WriteFile(m+"/d/f", []byte("content\n"), 0o644))
+	mustDo(t, unix.Setxattr(m, "user.top", []byte("1"), 0))
+	mustDo(t, unix.Setxattr(m+"/d", "user.dir", []byte("2"), 0))
+	mustDo(t, unix.Setxattr(m+"/d/f", "user.file", []byte("3"), 0))
+	mustDo(t, os.Mkdir(m+"/.snapshots/h01", 0o755))
+	root := m + "/.snapshots/h01"
+
+	list := func(p string) string {
+		t.Helper()
+		sz, err := unix.Listxattr(p, nil)
+		mustDo(t, err)
+		buf := make([]byte, sz)
+		n, err := unix.Listxattr(p, buf)
+		if err != nil || n != sz {
+			t.Fatalf("listxattr %s: %d bytes, %v; the size query said %d", p, n, err, sz)
+		}
+		return fmt.Sprint(strings.Split(strings.TrimSuffix(string(buf[:n]), "\x00"), "\x00"))
+	}
+	for p, want := range map[string]string{
+		root:          "[user.top]",
+		root + "/d":   "[user.dir]",
+		root + "/d/f": "[user.file]",
+	} {
+		if got := list(p); got != want {
+			t.Errorf("listxattr %s = %s, want %s", p, got, want)
+		}
+	}
+	buf := make([]byte, 64)
+	n, err := unix.Getxattr(root, "user.deltafs.exclusive_bytes", buf)
+	if err != nil {
+		t.Fatalf("getxattr user.deltafs.exclusive_bytes of a snapshot: %v", err)
+	}
+	if _, err := strconv.ParseInt(string(buf[:n]), 10, 64); err != nil {
+		t.Errorf("user.deltafs.exclusive_bytes = %q, want a decimal number", buf[:n])
+	}
+	if out, err := exec.Command("cp", "-R", "--preserve=mode,timestamps,xattr", root+"/.", m+"/restored").CombinedOutput(); err != nil {
+		t.Fatalf("cp --preserve=xattr of a snapshot into the mount: %v: %s", err, out)
+	}
+	if got := list(m + "/restored"); got != "[user.top]" {
+		t.Errorf("listxattr of the copy = %s, want [user.top]", got)
+	}
+	if got := list(m + "/restored/d/f"); got != "[user.file]" {
+		t.Errorf("listxattr of the copied file = %s, want [user.file]", got)
 	}
 }
