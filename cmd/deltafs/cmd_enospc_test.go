@@ -314,9 +314,9 @@ func checkNoFault(t *testing.T, what, stderr string) {
 
 // refusedMount runs a mount that should refuse at once; one that mounts
 // instead is stopped after a while, not waited for for ever.
-func refusedMount(t *testing.T, store, mnt string) result {
+func refusedMount(t *testing.T, store, mnt string, flags ...string) result {
 	t.Helper()
-	cmd := exec.Command(binary, "mount", store, mnt)
+	cmd := exec.Command(binary, append(append([]string{"mount"}, flags...), store, mnt)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
@@ -329,7 +329,7 @@ func refusedMount(t *testing.T, store, mnt string) result {
 	case <-time.After(30 * time.Second):
 		cmd.Process.Signal(syscall.SIGTERM)
 		<-done
-		t.Fatalf("mount on a full disk did not refuse: stdout %q, stderr %q", out.String(), errOut.String())
+		t.Fatalf("mount %v did not refuse: stdout %q, stderr %q", flags, out.String(), errOut.String())
 	}
 	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errOut.String()}
 }

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"github.com/deltafs/deltafs/mount"
 	"github.com/deltafs/deltafs/objstore"
@@ -39,6 +40,9 @@ once at a time: a second mount fails naming the first.`,
   deltafs mount --read-only ~/work.dfs /mnt/work`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkMountFlags(cfg); err != nil {
+				return err
+			}
 			cfg.Store, cfg.MountPoint = args[0], args[1]
 			return runMount(cmd, cfg)
 		},
@@ -46,12 +50,38 @@ once at a time: a second mount fails naming the first.`,
 	f := cmd.Flags()
 	f.BoolVar(&cfg.AllowOther, "allow-other", false, "let other users use the mount (the kernel then checks permissions)")
 	f.BoolVar(&cfg.ReadOnly, "read-only", false, "mount read-only; the store must exist")
-	f.DurationVar(&cfg.FsyncInterval, "fsync-interval", mount.DefaultFsyncInterval, "record at most one revision per `DURATION` for a file fsynced again and again")
-	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", mount.DefaultShutdownTimeout, "give up unmounting and recording after `DURATION`")
+	f.DurationVar(&cfg.FsyncInterval, "fsync-interval", mount.DefaultFsyncInterval, "record at most one revision per `DURATION` for a file fsynced again and again (0: the default)")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", mount.DefaultShutdownTimeout, "give up unmounting and recording after `DURATION` (0: the default)")
 	f.DurationVar(&cfg.SnapshotEvery, "snapshot-every", 0, "take an automatic snapshot (named auto-<UTC time>) every `DURATION`; 0: never")
-	f.IntVar(&cfg.KeepSnapshots, "keep-snapshots", 0, "keep only the newest `N` automatic snapshots (0: keep all); snapshots you name are never retired")
+	f.IntVar(&cfg.KeepSnapshots, "keep-snapshots", 0, "with --snapshot-every, keep only the newest `N` automatic snapshots (0: keep all); snapshots you name are never retired")
 	f.BoolVar(&cfg.Debug, "debug", false, "log every FUSE request on stderr")
 	return cmd
+}
+
+// checkMountFlags refuses, before anything is created or mounted, the
+// flag values that mean nothing: a negative duration or count, automatic
+// snapshots on a read-only mount (which takes none), and --keep-snapshots
+// without --snapshot-every (only automatic snapshots are retired). Zero
+// keeps its meaning: the default interval and timeout, no automatic
+// snapshots, keep them all.
+func checkMountFlags(cfg mount.Config) error {
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--fsync-interval", cfg.FsyncInterval}, {"--shutdown-timeout", cfg.ShutdownTimeout}, {"--snapshot-every", cfg.SnapshotEvery}} {
+		if d.v < 0 {
+			return usageErrorf("%s %s: must not be negative", d.flag, d.v)
+		}
+	}
+	switch {
+	case cfg.KeepSnapshots < 0:
+		return usageErrorf("--keep-snapshots %d: must not be negative", cfg.KeepSnapshots)
+	case cfg.KeepSnapshots > 0 && cfg.SnapshotEvery == 0:
+		return usageErrorf("--keep-snapshots needs --snapshot-every: it retires automatic snapshots only")
+	case cfg.SnapshotEvery > 0 && cfg.ReadOnly:
+		return usageErrorf("--snapshot-every needs a writable mount: a --read-only one takes no snapshots")
+	}
+	return nil
 }
 
 // runMount mounts and serves until a signal or an outside unmount.
