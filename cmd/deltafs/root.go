@@ -25,6 +25,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	strictTopics(root)
 	cmd, err := root.ExecuteContextC(context.Background())
 	if err != nil {
 		fmt.Fprintln(stderr, errorLine(cmd, err))
