@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -83,7 +82,7 @@ func runGC(cmd *cobra.Command, store string, fl gcFlags) error {
 	defer stop()
 	fl.opt.Policy.KeepWithin = time.Duration(fl.keepWithin)
 	fl.opt.Repack.MemoryLimit = int64(fl.memory)
-	fl.opt.Repack.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	fl.opt.Repack.Logger = offlineLogger(cmd)
 	fl.opt.Live = func() (map[index.FileID]bool, error) { return mount.LiveFiles(store) }
 	bar := newProgressBar(cmd.ErrOrStderr(), "gc")
 	if bar != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -78,7 +77,7 @@ func runRepack(cmd *cobra.Command, store string, fl repackFlags) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fl.opt.Reuse, fl.opt.MemoryLimit = objstore.Reuse(fl.reuse), int64(fl.memory)
-	fl.opt.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	fl.opt.Logger = offlineLogger(cmd)
 	bar := newProgressBar(cmd.ErrOrStderr(), "repack")
 	if bar != nil {
 		fl.opt.Progress = func(p objstore.RepackProgress) {

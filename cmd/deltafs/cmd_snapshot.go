@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +34,7 @@ unmounted one is opened directly.`,
 
 // withController runs fn with the Controller of the store at target.
 func withController(cmd *cobra.Command, target string, readOnly bool, fn func(mount.Controller) error) error {
-	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := offlineLogger(cmd)
 	c, closeFn, err := mount.Connect(cmd.Context(), target, readOnly, log)
 	if err != nil {
 		return err
