@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/deltafs/deltafs/index"
@@ -92,7 +94,7 @@ keeps live files' history, so it frees only the part of deleted files.`,
 				if err != nil {
 					return err
 				}
-				return printSnapshots(cmd.OutOrStdout(), list, usage, asJSON)
+				return printSnapshots(cmd.OutOrStdout(), list, usage, asJSON, forPeople(cmd))
 			})
 		},
 	}
@@ -108,8 +110,10 @@ type snapshotRow struct {
 }
 
 // printSnapshots prints one line per snapshot: name, UTC time and the
-// bytes only it holds (what deleting it would free).
-func printSnapshots(w io.Writer, list []index.Snapshot, usage []objstore.SnapshotUsage, asJSON bool) error {
+// bytes only it holds (what deleting it would free); as log does, aligned
+// with a header and human sizes for people, tab-separated with exact
+// byte counts for scripts.
+func printSnapshots(w io.Writer, list []index.Snapshot, usage []objstore.SnapshotUsage, asJSON, people bool) error {
 	byID := make(map[index.SnapshotID]objstore.SnapshotUsage, len(usage))
 	for _, u := range usage {
 		byID[u.ID] = u
@@ -125,12 +129,27 @@ func printSnapshots(w io.Writer, list []index.Snapshot, usage []objstore.Snapsho
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
+	bw := bufio.NewWriter(w)
+	out := io.Writer(bw)
+	var tw *tabwriter.Writer
+	if people {
+		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		out = tw
+		fmt.Fprintln(out, "NAME\tTIME\tEXCLUSIVE")
+	}
 	for _, s := range list {
-		if _, err := fmt.Fprintf(w, "%s\t%s\t%s\n", listName(s.Name), snapTime(s), humanBytes(byID[s.ID].ExclusiveBytes)); err != nil {
+		size := strconv.FormatUint(byID[s.ID].ExclusiveBytes, 10)
+		if people {
+			size = humanSize(byID[s.ID].ExclusiveBytes)
+		}
+		fmt.Fprintf(out, "%s\t%s\t%s\n", listName(s.Name), snapTime(s), size)
+	}
+	if tw != nil {
+		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
-	return nil
+	return bw.Flush() // the first write error, if any
 }
 
 // listName is a snapshot's name as a listing's column shows it: quoted

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/internal/testutil"
 	"github.com/deltafs/deltafs/internal/testutil/storetest"
 )
 
@@ -63,7 +66,7 @@ func TestSnapshotCLIUnmounted(t *testing.T) {
 func TestSnapshotListControlNames(t *testing.T) {
 	list := []index.Snapshot{{ID: 1, Name: "old\nname"}, {ID: 2, Name: "tab\there"}, {ID: 3, Name: "plain \"name\""}}
 	var b strings.Builder
-	if err := printSnapshots(&b, list, nil, false); err != nil {
+	if err := printSnapshots(&b, list, nil, false, false); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
@@ -106,5 +109,54 @@ func TestStatsJSON(t *testing.T) {
 	r = runCLI(t, nil, "stats", store)
 	if r.code != 0 || !strings.Contains(r.stdout, "snapshots     2") {
 		t.Fatalf("stats text: %+v", r)
+	}
+}
+
+// TestSnapshotListSizes: as log does, snapshot list gives exact byte
+// counts when its output is not a terminal (three tab-separated fields,
+// the third the --json exclusive_bytes), and on a terminal a header,
+// aligned columns and human sizes.
+func TestSnapshotListSizes(t *testing.T) {
+	store := storetest.NewOffline(t, map[string]string{"big.txt": string(testutil.Bytes(1, 3000))})
+	if r := runBinary(t, nil, "snapshot", "create", store, "first"); r.code != 0 {
+		t.Fatalf("create: %+v", r)
+	}
+	writeFile(t, filepath.Join(store, "live"), "big.txt", testutil.Bytes(2, 3000))
+	if r := runBinary(t, nil, "snapshot", "create", store, "second"); r.code != 0 {
+		t.Fatalf("create: %+v", r)
+	}
+	var rows []struct {
+		Name           string `json:"name"`
+		ExclusiveBytes uint64 `json:"exclusive_bytes"`
+	}
+	if r := runBinary(t, nil, "snapshot", "list", "--json", store); json.Unmarshal([]byte(r.stdout), &rows) != nil || len(rows) != 2 || rows[0].ExclusiveBytes < 1024 {
+		t.Fatalf("list --json: %+v; want first to hold over 1 KiB alone", r)
+	}
+	r := runBinary(t, nil, "snapshot", "list", store)
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if r.code != 0 || len(lines) != 2 {
+		t.Fatalf("list: %+v", r)
+	}
+	for i, l := range lines {
+		f := strings.Split(l, "\t")
+		if len(f) != 3 || f[0] != rows[i].Name || f[2] != strconv.FormatUint(rows[i].ExclusiveBytes, 10) {
+			t.Errorf("piped line %q: want %s, its time and %d bytes, tab-separated", l, rows[i].Name, rows[i].ExclusiveBytes)
+		}
+	}
+	ptm, pts, closeTTY := openPTY(t)
+	defer closeTTY()
+	var errOut bytes.Buffer
+	if code := run([]string{"snapshot", "list", store}, strings.NewReader(""), pts, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	buf := make([]byte, 4096)
+	n, err := ptm.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.Split(strings.TrimSpace(strings.ReplaceAll(string(buf[:n]), "\r", "")), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "NAME    TIME") || strings.Contains(strings.Join(lines, ""), "\t") ||
+		!strings.HasSuffix(lines[1], "  "+humanSize(rows[0].ExclusiveBytes)) || strings.Index(lines[0], "EXCLUSIVE") != strings.Index(lines[2], humanSize(rows[1].ExclusiveBytes)) {
+		t.Fatalf("list on a terminal:\n%s", strings.Join(lines, "\n"))
 	}
 }
