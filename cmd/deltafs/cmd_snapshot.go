@@ -265,6 +265,9 @@ type pruneRow struct {
 }
 
 // runPrune plans, prints each decision and deletes (unless a dry run).
+// A decision is a line of tab-separated columns, the action first (keep,
+// remove, would remove), then the snapshot's name, time and, if kept,
+// the rules that keep it; on a terminal the columns are aligned.
 func runPrune(cmd *cobra.Command, c mount.Controller, fl pruneFlags) error {
 	list, err := c.ListSnapshots(cmd.Context())
 	if err != nil {
@@ -272,6 +275,12 @@ func runPrune(cmd *cobra.Command, c mount.Controller, fl pruneFlags) error {
 	}
 	plan := mount.PlanPrune(list, fl.r)
 	w := cmd.OutOrStdout()
+	out := w
+	var tw *tabwriter.Writer
+	if forPeople(cmd) && !fl.json {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		out = tw
+	}
 	rows := make([]pruneRow, 0, len(plan))
 	removed := 0
 	for _, d := range plan {
@@ -280,26 +289,34 @@ func runPrune(cmd *cobra.Command, c mount.Controller, fl pruneFlags) error {
 			Keep: d.Keep, Reasons: append([]string{}, d.Reasons...)})
 		if d.Keep {
 			if !fl.json {
-				fmt.Fprintf(w, "keep    %s\t%s\t(%s)\n", listName(s.Name), snapTime(s), strings.Join(d.Reasons, ", "))
+				fmt.Fprintf(out, "keep\t%s\t%s\t(%s)\n", listName(s.Name), snapTime(s), strings.Join(d.Reasons, ", "))
 			}
 			continue
 		}
 		removed++
 		if !fl.dryRun {
 			if err := c.DeleteSnapshot(cmd.Context(), s.Name); err != nil {
+				if tw != nil {
+					tw.Flush() // what was done so far
+				}
 				return err
 			}
 		}
 		if !fl.json {
-			verb := "remove "
+			verb := "remove"
 			if fl.dryRun {
 				verb = "would remove"
 			}
-			fmt.Fprintf(w, "%s %s\t%s\n", verb, listName(s.Name), snapTime(s))
+			fmt.Fprintf(out, "%s\t%s\t%s\n", verb, listName(s.Name), snapTime(s))
 		}
 	}
 	if fl.json {
 		return writeJSON(w, rows)
+	}
+	if tw != nil {
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	verb := "removed"
 	if fl.dryRun {

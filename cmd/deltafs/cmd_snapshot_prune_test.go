@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"os"
@@ -89,7 +90,7 @@ func TestSnapshotUsageAndPruneMounted(t *testing.T) {
 		t.Errorf("list: %q", got)
 	}
 	out := cli("snapshot", "prune", mnt, "--keep-last", "1", "--dry-run")
-	if !strings.Contains(out, "keep    c\t") || !strings.Contains(out, "would remove a\t") {
+	if !strings.Contains(out, "keep\tc\t") || !strings.Contains(out, "would remove\ta\t") {
 		t.Fatalf("prune --dry-run: %q", out)
 	}
 	cli("snapshot", "prune", mnt, "--keep-last", "1")
@@ -112,4 +113,49 @@ func TestSnapshotUsageAndPruneMounted(t *testing.T) {
 	if out := cli("snapshot", "prune", store, "--keep-daily", "1"); !strings.Contains(out, "1 snapshots: kept 1, removed 0") {
 		t.Errorf("offline prune: %q", out)
 	}
+}
+
+// TestPruneColumns: prune's decisions are tab-separated columns, the
+// action first, whatever the action; on a terminal they are aligned.
+func TestPruneColumns(t *testing.T) {
+	store := newCLIStore(t)
+	for _, name := range []string{"s1", "s2", "s3"} {
+		if r := runBinary(t, nil, "snapshot", "create", store, name); r.code != 0 {
+			t.Fatalf("create: %+v", r)
+		}
+	}
+	check := func(args []string, want [][2]string) {
+		t.Helper()
+		r := runBinary(t, nil, append([]string{"snapshot", "prune", store}, args...)...)
+		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+		if r.code != 0 || len(lines) != len(want)+1 {
+			t.Fatalf("prune %v: %+v", args, r)
+		}
+		for i, w := range want {
+			f := strings.Split(lines[i], "\t")
+			if f[0] != w[0] || f[1] != w[1] || len(f) != map[bool]int{true: 4, false: 3}[w[0] == "keep"] {
+				t.Errorf("prune %v: line %q: want the columns %q, %q, its time and (if kept) its rules", args, lines[i], w[0], w[1])
+			}
+		}
+	}
+	check([]string{"--keep-last", "1", "--dry-run"}, [][2]string{{"keep", "s3"}, {"would remove", "s2"}, {"would remove", "s1"}})
+
+	ptm, pts, closeTTY := openPTY(t)
+	defer closeTTY()
+	var errOut bytes.Buffer
+	if code := run([]string{"snapshot", "prune", store, "--keep-last", "1", "--dry-run"}, strings.NewReader(""), pts, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	buf := make([]byte, 4096)
+	n, err := ptm.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(string(buf[:n]), "\r", "")), "\n")
+	if len(lines) != 4 || strings.Contains(string(buf[:n]), "\t") || strings.Index(lines[0], "s3") != strings.Index(lines[1], "s2") ||
+		strings.Index(lines[0], "s3") != len("would remove  ") {
+		t.Fatalf("prune on a terminal:\n%s", strings.Join(lines, "\n"))
+	}
+
+	check([]string{"--keep-last", "2"}, [][2]string{{"keep", "s3"}, {"keep", "s2"}, {"remove", "s1"}})
 }
