@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -47,7 +49,7 @@ func newRootCmd() *cobra.Command {
 		// cobra adds "deltafs completion bash|zsh|fish|powershell" itself.
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &usageError{err: err}
+		return &usageError{err: flagValueError(err)}
 	})
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.AddCommand(newVersionCmd(), newDeltaCmd(), newMountCmd(), newUmountCmd(), newRepackCmd(), newGCCmd(), newVerifyCmd(), newSnapshotCmd(), newStatsCmd(), newLogCmd(), newCatCmd(), newRestoreCmd())
@@ -108,4 +110,38 @@ func exactArgs(n int) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// flagValueError says why a flag's value was refused in words, not in
+// those of Go's parsers: pflag's `invalid argument "99999999999999999999"
+// for "--rev" flag: strconv.ParseInt: parsing "99999999999999999999":
+// value out of range` ends "...flag: out of range" instead.
+func flagValueError(err error) error {
+	cause := errors.Unwrap(err)
+	if cause == nil {
+		return err
+	}
+	var why string
+	var num *strconv.NumError
+	switch {
+	case errors.As(cause, &num) && num.Func == "ParseBool":
+		why = "want true or false"
+	case errors.As(cause, &num) && errors.Is(num.Err, strconv.ErrRange):
+		why = "out of range"
+	case errors.As(cause, &num) && num.Func == "ParseUint" && strings.HasPrefix(num.Num, "-"):
+		why = "must not be negative"
+	case errors.As(cause, &num) && num.Func == "ParseFloat":
+		why = "not a number"
+	case errors.As(cause, &num):
+		why = "not a whole number"
+	case strings.HasPrefix(cause.Error(), "time: "):
+		why = "not a duration (e.g. 90s, 1h30m)"
+	default:
+		return err
+	}
+	msg, ok := strings.CutSuffix(err.Error(), cause.Error())
+	if !ok {
+		return err
+	}
+	return errors.New(msg + why)
 }
