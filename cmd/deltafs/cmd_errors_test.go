@@ -58,3 +58,27 @@ func TestMissingFileInStore(t *testing.T) {
 		t.Fatalf("log created the directory: %v", err)
 	}
 }
+
+// TestMissingStoreErrors: a store path that does not exist is told the
+// same way by every command that takes a store, those that open it
+// themselves (gc, repack, mount --read-only) too: its absolute path, that
+// it is no deltafs store and no such file or directory, exit 5.
+func TestMissingStoreErrors(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nosuch.dfs")
+	mnt := t.TempDir()
+	for _, args := range [][]string{
+		{"stats", missing}, {"snapshot", "list", missing}, {"log", "--store", missing, "f"},
+		{"gc", missing}, {"gc", "--dry-run", missing}, {"repack", missing}, {"mount", "--read-only", missing, mnt},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			r := runBinary(t, nil, args...)
+			requireOneErrorLine(t, r, exitNotStore, ": "+missing+": not a deltafs store")
+			if !strings.HasSuffix(r.stderr, ": no such file or directory\n") || strings.Contains(r.stderr, "objstore") {
+				t.Errorf("stderr %q: want it to end 'no such file or directory'", r.stderr)
+			}
+			if _, err := os.Stat(missing); !os.IsNotExist(err) {
+				t.Fatalf("%s made: %v", missing, err)
+			}
+		})
+	}
+}

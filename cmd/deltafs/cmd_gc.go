@@ -78,6 +78,9 @@ func runGC(cmd *cobra.Command, store string, fl gcFlags) error {
 	if fl.opt.Repack.Jobs < 0 {
 		return usageErrorf("--jobs must not be negative")
 	}
+	if err := checkStorePath(store); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fl.opt.Policy.KeepWithin = time.Duration(fl.keepWithin)

@@ -86,6 +86,11 @@ func checkMountFlags(cfg mount.Config) error {
 
 // runMount mounts and serves until a signal or an outside unmount.
 func runMount(cmd *cobra.Command, cfg mount.Config) error {
+	if cfg.ReadOnly {
+		if err := checkStorePath(cfg.Store); err != nil {
+			return err // a writable mount creates it
+		}
+	}
 	ctx, giveUp, stop := shutdownSignals(cmd.Context())
 	defer stop()
 	cfg.GiveUp = giveUp

@@ -74,6 +74,9 @@ func runRepack(cmd *cobra.Command, store string, fl repackFlags) error {
 	if fl.opt.Window < 1 || fl.opt.MaxChain < 1 || fl.opt.MaxReadRatio <= 0 || fl.opt.Jobs < 0 {
 		return usageErrorf("--window, --max-chain and --max-read-ratio must be positive, --jobs not negative")
 	}
+	if err := checkStorePath(store); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fl.opt.Reuse, fl.opt.MemoryLimit = objstore.Reuse(fl.reuse), int64(fl.memory)
