@@ -28,7 +28,7 @@ func (e *LockError) Error() string {
 	if e.Holder != "" {
 		who += " (" + e.Holder + ")"
 	}
-	return fmt.Sprintf("objstore: store %s is locked by %s", e.Dir, who)
+	return fmt.Sprintf("store %s is locked by %s", e.Dir, who)
 }
 
 func (e *LockError) Unwrap() error { return ErrLocked }

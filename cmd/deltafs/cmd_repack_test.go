@@ -90,7 +90,8 @@ func TestRepackCommandErrors(t *testing.T) {
 	}
 	locked := runCLI(t, nil, "repack", dir)
 	s.Close()
-	requireOneErrorLine(t, locked, exitStoreLocked, fmt.Sprintf("locked by pid %d (/mnt/work)", os.Getpid()))
+	// as README shows it: no package name between the command and the store
+	requireOneErrorLine(t, locked, exitStoreLocked, fmt.Sprintf("deltafs: repack: store %s is locked by pid %d (/mnt/work)\n", dir, os.Getpid()))
 	requireOneErrorLine(t, runCLI(t, nil, "repack", t.TempDir()), exitNotStore, "not a deltafs store")
 	requireOneErrorLine(t, runCLI(t, nil, "repack", filepath.Join(t.TempDir(), "nosuch")), exitNotStore, "not a deltafs store")
 	usage := map[string][]string{
