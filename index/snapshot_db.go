@@ -390,7 +390,10 @@ func (db *DB) RenameSnapshot(from, to string) error {
 		}
 		return setAll(txn, snapKey(s.ID), rec, snapNameKey(to), binary.BigEndian.AppendUint64(nil, uint64(s.ID)))
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrExists):
+		return err // `snapshot "to": already exists` says it all
+	case err != nil:
 		return fmt.Errorf("index: rename snapshot %q: %w", from, err)
 	}
 	return nil

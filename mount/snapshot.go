@@ -80,7 +80,7 @@ func (s *snapshotter) create(ctx context.Context, name string) (index.Snapshot, 
 		return index.Snapshot{}, err
 	}
 	if s.b == nil {
-		return index.Snapshot{}, fmt.Errorf("snapshot %q: %w", name, fs.ErrReadOnly)
+		return index.Snapshot{}, fmt.Errorf("snapshot %q: %w", name, alsoIs{objstore.ErrReadOnly, fs.ErrReadOnly})
 	}
 	if _, err := s.Get(ctx, name); err == nil {
 		return index.Snapshot{}, fmt.Errorf("snapshot %q: %w", name, index.ErrExists)
@@ -257,9 +257,16 @@ func (s *snapshotter) Stats(ctx context.Context) (Stats, error) {
 func wrapCorrupt(err error) error {
 	switch {
 	case errors.Is(err, objstore.ErrCorrupt) && !errors.Is(err, fs.ErrCorrupt):
-		return fmt.Errorf("%w: %w", fs.ErrCorrupt, err)
+		return alsoIs{err, fs.ErrCorrupt}
 	case errors.Is(err, objstore.ErrReadOnly) && !errors.Is(err, fs.ErrReadOnly):
-		return fmt.Errorf("%w: %w", fs.ErrReadOnly, err)
+		return alsoIs{err, fs.ErrReadOnly}
 	}
 	return err
 }
+
+// alsoIs is err, matching target too, with err's message alone: a
+// user reads "store is read-only", not "read-only: store is read-only".
+type alsoIs struct{ err, target error }
+
+func (e alsoIs) Error() string   { return e.err.Error() }
+func (e alsoIs) Unwrap() []error { return []error{e.err, e.target} }

@@ -60,6 +60,9 @@ func TestReadOnlyAfterSIGKILL(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(mnt, "x.txt")); err != nil || string(b) != "hi\n" {
 		t.Fatalf("read-only mount after SIGKILL: %q, %v", b, err)
 	}
+	// one plain reason, no package or sentinel names stacked before it
+	requireOneErrorLine(t, runBinary(t, nil, "snapshot", "create", mnt, "s"), exitFailure, "deltafs: snapshot create: snapshot \"s\": store is read-only\n")
+	requireOneErrorLine(t, runBinary(t, nil, "snapshot", "delete", mnt, "s"), exitFailure, "deltafs: snapshot delete: store is read-only\n")
 	p.stop(t, syscall.SIGTERM)
 	if r := runBinary(t, nil, "verify", store); r.code != 0 {
 		t.Fatalf("verify: exit %d, %q %q", r.code, r.stdout, r.stderr)

@@ -40,6 +40,7 @@ func TestSnapshotCLIUnmounted(t *testing.T) {
 	const autoName = "auto-2026-11-30T16:37:17Z"
 	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "create", store, autoName), exitUsage, "reserved for automatic snapshots")
 	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "rename", store, "after", autoName), exitUsage, "reserved for automatic snapshots")
+	requireOneErrorLine(t, runCLI(t, nil, "snapshot", "rename", store, "before", "after"), exitFailure, "deltafs: snapshot rename: snapshot \"after\": already exists\n")
 	if r := runCLI(t, nil, "snapshot", "rename", store, "before", "first"); r.code != 0 {
 		t.Fatalf("rename: %+v", r)
 	}
