@@ -75,7 +75,7 @@ func readFormat(dir string) (int, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "FORMAT"))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return 0, fmt.Errorf("objstore: %s: %w (no FORMAT file)", dir, ErrNotStore)
+		return 0, fmt.Errorf("%s: %w (no FORMAT file)", dir, ErrNotStore)
 	case errors.Is(err, syscall.ENOTDIR):
 		return 0, notDir(dir)
 	case err != nil:
@@ -86,7 +86,7 @@ func readFormat(dir string) (int, error) {
 
 // notDir is the error of a store path that is a file, not a directory.
 func notDir(dir string) error {
-	return fmt.Errorf("objstore: %s: %w (a file, not a directory)", dir, ErrNotStore)
+	return fmt.Errorf("%s: %w (a file, not a directory)", dir, ErrNotStore)
 }
 
 // checkStore checks that dir holds a store this build reads, with its
@@ -106,11 +106,11 @@ func checkIndexDir(dir string) error {
 	st, err := os.Stat(idx)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("objstore: %s: %w (no index/ directory: the store is damaged or incomplete)", dir, ErrNoIndex)
+		return fmt.Errorf("%s: %w (no index/ directory: the store is damaged or incomplete)", dir, ErrNoIndex)
 	case err != nil:
 		return fmt.Errorf("objstore: %w", err)
 	case !st.IsDir():
-		return fmt.Errorf("objstore: %s: %w (index is not a directory)", dir, ErrNoIndex)
+		return fmt.Errorf("%s: %w (index is not a directory)", dir, ErrNoIndex)
 	}
 	return nil
 }
@@ -119,14 +119,14 @@ func checkIndexDir(dir string) error {
 func parseFormat(dir string, b []byte) (int, error) {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) < 2 || lines[0] != formatMagic {
-		return 0, fmt.Errorf("objstore: %s: %w (bad FORMAT file)", dir, ErrNotStore)
+		return 0, fmt.Errorf("%s: %w (bad FORMAT file)", dir, ErrNotStore)
 	}
 	v, err := strconv.Atoi(strings.TrimPrefix(lines[1], "format "))
 	if err != nil || !strings.HasPrefix(lines[1], "format ") {
-		return 0, fmt.Errorf("objstore: %s: %w: unreadable version %q", dir, ErrFormat, lines[1])
+		return 0, fmt.Errorf("%s: %w: unreadable version %q", dir, ErrFormat, lines[1])
 	}
 	if v < oldestFormat || v > FormatVersion {
-		return v, fmt.Errorf("objstore: %s: %w: version %d, this build reads %d to %d", dir, ErrFormat, v, oldestFormat, FormatVersion)
+		return v, fmt.Errorf("%s: %w: version %d, this build reads %d to %d", dir, ErrFormat, v, oldestFormat, FormatVersion)
 	}
 	return v, nil
 }
@@ -209,7 +209,7 @@ func prepareCreate(dir string) error {
 		return fmt.Errorf("objstore: %w", err)
 	}
 	if len(ents) > 0 {
-		return fmt.Errorf("objstore: create in %s: %w (directory not empty)", dir, ErrNotStore)
+		return fmt.Errorf("%s: %w (a directory that is not empty: no new store is made in it)", dir, ErrNotStore)
 	}
 	return nil
 }

@@ -239,9 +239,9 @@ func (s *Store) checkIndexFormat(created bool) error {
 		s.format = FormatVersion
 		return s.idx.SetFormat(FormatVersion)
 	case !ok:
-		return fmt.Errorf("objstore: %s: %w: index has no format version", s.dir, ErrFormat)
+		return fmt.Errorf("%s: %w: index has no format version", s.dir, ErrFormat)
 	case v < oldestFormat || v > FormatVersion:
-		return fmt.Errorf("objstore: %s: %w: index format %d, this build reads %d to %d", s.dir, ErrFormat, v, oldestFormat, FormatVersion)
+		return fmt.Errorf("%s: %w: index format %d, this build reads %d to %d", s.dir, ErrFormat, v, oldestFormat, FormatVersion)
 	}
 	s.format = int(v)
 	return nil

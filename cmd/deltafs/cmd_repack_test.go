@@ -92,7 +92,8 @@ func TestRepackCommandErrors(t *testing.T) {
 	s.Close()
 	// as README shows it: no package name between the command and the store
 	requireOneErrorLine(t, locked, exitStoreLocked, fmt.Sprintf("deltafs: repack: store %s is locked by pid %d (/mnt/work)\n", dir, os.Getpid()))
-	requireOneErrorLine(t, runCLI(t, nil, "repack", t.TempDir()), exitNotStore, "not a deltafs store")
+	empty := t.TempDir()
+	requireOneErrorLine(t, runCLI(t, nil, "repack", empty), exitNotStore, "deltafs: repack: "+empty+": not a deltafs store (no FORMAT file)\n")
 	requireOneErrorLine(t, runCLI(t, nil, "repack", filepath.Join(t.TempDir(), "nosuch")), exitNotStore, "not a deltafs store")
 	usage := map[string][]string{
 		`reuse "sometimes"`:      {"repack", "--reuse=sometimes", dir},
