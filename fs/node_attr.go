@@ -128,7 +128,9 @@ func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 		n.noCap.Store(false) // before the file has it: Getxattr asks the file from now on
 	}
 	defer n.touchSelf()
-	return n.LoopbackNode.Setxattr(ctx, attr, data, flags)
+	errno := n.LoopbackNode.Setxattr(ctx, attr, data, flags)
+	n.aclChanged(attr, errno)
+	return errno
 }
 
 // Removexattr refuses deltafs's own attributes.
@@ -137,8 +139,25 @@ func (n *Node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 		return syscall.EPERM
 	}
 	defer n.touchSelf()
-	return n.LoopbackNode.Removexattr(ctx, attr)
+	errno := n.LoopbackNode.Removexattr(ctx, attr)
+	n.aclChanged(attr, errno)
+	return errno
 }
+
+// aclChanged tells the kernel that n's attributes changed after a
+// successful set or removal of its access ACL, which sets the mode's
+// group bits (the mask), and with a minimal ACL all of them: cp -a and
+// mv set a copy's final mode that way. Without --allow-other the kernel
+// takes the ACL as an opaque xattr, marks only the ctime stale, and
+// answered stat and ls from the mode it had cached (for liveTimeout).
+func (n *Node) aclChanged(attr string, errno syscall.Errno) {
+	if errno == 0 && attr == xattrACLAccess {
+		_ = n.NotifyContent(-1, 0) // attributes only
+	}
+}
+
+// xattrACLAccess is the xattr of a file's POSIX access ACL.
+const xattrACLAccess = "system.posix_acl_access"
 
 // Listxattr lists the live file's attributes but deltafs's own.
 func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {

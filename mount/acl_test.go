@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // TestAllowOtherEnforcesACLs: with --allow-other the kernel checks
@@ -59,5 +60,62 @@ func TestAllowOtherEnforcesACLs(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(l.mnt, "masked")); err != nil || fi.Mode().Perm() != 0o640 {
 		t.Errorf("a 0666 file created under umask 027: %v %v, want -rw-r-----", fi.Mode(), err)
+	}
+}
+
+// TestACLModeSeenAtOnce: setting or removing a POSIX ACL changes the
+// file's mode bits (its group entry is the mask), and cp -a and mv set
+// the final mode that way. Without --allow-other the kernel takes
+// system.posix_acl_access as any xattr and kept the mode it had cached,
+// for the live tree's whole attribute timeout: stat showed 0700 for a
+// directory setfacl had opened to 0755. The mount tells the kernel the
+// attributes changed.
+func TestACLModeSeenAtOnce(t *testing.T) {
+	if _, err := exec.LookPath("setfacl"); err != nil {
+		testutil.SkipOrFail(t, "setfacl not installed (Debian package acl)")
+	}
+	l := start(t, filepath.Join(t.TempDir(), "store"))
+	d, f := filepath.Join(l.mnt, "d"), filepath.Join(l.mnt, "f")
+	if err := os.Mkdir(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// statx asking for the mode alone, as stat -c %A and ls do: the
+	// kernel answers it from its cache unless the mode was invalidated
+	// (an xattr change invalidates only the ctime)
+	mode := func(p string) os.FileMode {
+		t.Helper()
+		var st unix.Statx_t
+		if err := unix.Statx(unix.AT_FDCWD, p, 0, unix.STATX_TYPE|unix.STATX_MODE, &st); err != nil {
+			t.Fatal(err)
+		}
+		return os.FileMode(st.Mode & 0o777)
+	}
+	if mode(d) != 0o700 || mode(f) != 0o600 { // cached by the kernel now
+		t.Fatalf("modes %v %v before the ACLs", mode(d), mode(f))
+	}
+	setfacl := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("setfacl", args...).CombinedOutput(); err != nil {
+			t.Fatalf("setfacl %v: %v\n%s", args, err, out)
+		}
+	}
+	setfacl("-m", "g::rx,o::rx", d)
+	setfacl("-m", "g::r,o::r", f)
+	if got := mode(d); got != 0o755 {
+		t.Errorf("directory mode after setfacl g::rx,o::rx: %v, want 0755", got)
+	}
+	if got := mode(f); got != 0o644 {
+		t.Errorf("file mode after setfacl g::r,o::r: %v, want 0644", got)
+	}
+	setfacl("-m", "u:nobody:rwx", d) // an extended ACL: the group bits are its mask
+	if got := mode(d); got != 0o775 {
+		t.Errorf("directory mode with u:nobody:rwx: %v, want 0775 (mask rwx)", got)
+	}
+	setfacl("-b", d) // removes the extended ACL; the mode keeps the mask's bits
+	if got, live := mode(d), mode(filepath.Join(l.store, "live", "d")); got != live {
+		t.Errorf("directory mode after setfacl -b: %v through the mount, %v in the live directory", got, live)
 	}
 }
