@@ -137,23 +137,12 @@ func checkXattrs(dir string) error {
 // fsTypeOf returns the type of the filesystem holding dir (absolute,
 // symlinks resolved), as /proc/self/mountinfo names it, or "".
 func fsTypeOf(dir string) string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return ""
-	}
 	best, kind := -1, ""
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		f, p := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 5 || len(p) < 1 {
-			continue
-		}
+	for _, m := range mounts("") {
 		// The deepest mount point holding dir; of equal ones the last
 		// mounted, which hides the others.
-		if mp := unescapeMountinfo(f[4]); within(dir, mp) || mp == "/" {
-			if len(mp) >= best {
-				best, kind = len(mp), p[0]
-			}
+		if m.holds(dir) && len(m.point) >= best {
+			best, kind = len(m.point), m.fstype
 		}
 	}
 	return kind

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/deltafs/deltafs/index"
 )
@@ -69,19 +67,9 @@ func StoreOf(path string) (string, error) {
 // containingMount returns the deepest deltafs mount point holding abs and
 // that mount's source.
 func containingMount(abs string) (mnt, src string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return "", ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 5 || len(g) < 2 || g[0] != fsType {
-			continue
-		}
-		dir := unescapeMountinfo(f[4])
-		if (abs == dir || strings.HasPrefix(abs, dir+"/") || dir == "/") && len(dir) > len(mnt) {
-			mnt, src = dir, unescapeMountinfo(g[1])
+	for _, m := range mounts(fsType) {
+		if m.holds(abs) && len(m.point) > len(mnt) {
+			mnt, src = m.point, m.source
 		}
 	}
 	return mnt, src

@@ -10,17 +10,38 @@ import (
 // fsType is the type a deltafs mount shows in /proc/self/mountinfo.
 const fsType = "fuse.deltafs"
 
+// mountEntry is a mount of /proc/self/mountinfo: its mount point, its
+// filesystem type and its source, unescaped.
+type mountEntry struct{ point, fstype, source string }
+
+// mounts returns this process's mounts in /proc/self/mountinfo's order
+// (later mounts last), of type fstype only unless it is "", or nil if
+// the table cannot be read.
+func mounts(fstype string) []mountEntry {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var ms []mountEntry
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 2 || fstype != "" && g[0] != fstype {
+			continue
+		}
+		ms = append(ms, mountEntry{point: unescapeMountinfo(f[4]), fstype: g[0], source: unescapeMountinfo(g[1])})
+	}
+	return ms
+}
+
+// holds reports whether m's mount point is dir or above it.
+func (m mountEntry) holds(dir string) bool { return within(dir, m.point) || m.point == "/" }
+
 // IsDeltafsMount reports whether dir (absolute, symlinks resolved) is a
 // deltafs mount point.
 func IsDeltafsMount(dir string) bool {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		f := strings.Fields(pre)
-		if ok && len(f) > 4 && unescapeMountinfo(f[4]) == dir && strings.HasPrefix(post, fsType+" ") {
+	for _, m := range mounts(fsType) {
+		if m.point == dir {
 			return true
 		}
 	}

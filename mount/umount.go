@@ -22,16 +22,10 @@ import (
 // in /proc/self/mountinfo), or "" if dir is no deltafs mount point. It
 // does not touch dir, which may be a dead mount.
 func MountSource(dir string) string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return ""
-	}
 	store := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if ok && len(f) > 4 && len(g) > 1 && g[0] == fsType && unescapeMountinfo(f[4]) == dir {
-			store = unescapeMountinfo(g[1])
+	for _, m := range mounts(fsType) {
+		if m.point == dir {
+			store = m.source // the last mounted, which hides the others
 		}
 	}
 	return store
@@ -49,20 +43,13 @@ const mountedOn = "mounted on "
 // deepest mount point holding dir. mnt is "" when dir is neither. It
 // reads mountinfo once, and dir's lock only when dir holds a store.
 func MountOf(dir string) (mnt string, isStore bool) {
-	b, _ := os.ReadFile("/proc/self/mountinfo")
 	inside := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 5 || len(g) < 2 || g[0] != fsType {
-			continue
+	for _, m := range mounts(fsType) {
+		if m.source == dir {
+			return m.point, true
 		}
-		point := unescapeMountinfo(f[4])
-		if unescapeMountinfo(g[1]) == dir {
-			return point, true
-		}
-		if (within(dir, point) || point == "/") && len(point) > len(inside) {
-			inside = point
+		if m.holds(dir) && len(m.point) > len(inside) {
+			inside = m.point
 		}
 	}
 	if inside != "" || !exists(filepath.Join(dir, "FORMAT")) {
