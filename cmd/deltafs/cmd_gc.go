@@ -118,13 +118,13 @@ func printGCReport(w io.Writer, store string, r objstore.GCReport) {
 		verb = "would remove"
 	}
 	fmt.Fprintf(w, "gc %s: %s %d of %d revisions (%d files entirely), %s of records; kept %d\n",
-		store, verb, r.Removed, r.Revisions, r.RemovedFiles, humanBytes(r.RemovedStored), r.Kept)
+		store, verb, r.Removed, r.Revisions, r.RemovedFiles, humanSize(r.RemovedStored), r.Kept)
 	fmt.Fprintf(w, "  from      %d snapshots, %d live files\n", r.Snapshots, r.LiveFiles)
 	if r.Repack != nil {
-		fmt.Fprintf(w, "  size      %s -> %s, %s reclaimed\n", humanBytes(r.SizeBefore), humanBytes(r.SizeAfter), humanBytes(r.Reclaimed))
+		fmt.Fprintf(w, "  size      %s -> %s, %s reclaimed\n", humanSize(r.SizeBefore), humanSize(r.SizeAfter), humanSize(r.Reclaimed))
 		fmt.Fprintf(w, "  rewrite   %d re-deltaed, %d reused verbatim, %d unchanged\n", r.Repack.Redeltaed, r.Repack.Reused, r.Repack.Unchanged)
 	}
-	fmt.Fprintf(w, "  time      %s, peak memory %s\n", r.Duration.Round(time.Millisecond), humanBytes(uint64(r.PeakRSS)))
+	fmt.Fprintf(w, "  time      %s, peak memory %s\n", r.Duration.Round(time.Millisecond), humanSize(uint64(r.PeakRSS)))
 }
 
 // durationFlag is a duration: Go's syntax (90m, 36h) plus days and weeks

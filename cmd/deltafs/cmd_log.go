@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/deltafs/deltafs/mount"
@@ -89,56 +85,22 @@ func logDeleted(cmd *cobra.Command, t *historyTarget, args []string) error {
 
 // printDeleted prints one line per deleted file, as printLog does.
 func printDeleted(w io.Writer, list []mount.DeletedFile, people bool) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	out := io.Writer(bw)
-	var tw *tabwriter.Writer
-	if people {
-		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		out = tw
-		fmt.Fprintln(out, "TIME\tSIZE\tFILE\tREVS\tPATH")
-	}
+	t := newTable(w, people, "TIME\tSIZE\tFILE\tREVS\tPATH")
 	for _, d := range list {
-		size := strconv.FormatUint(d.Size, 10)
-		if people {
-			size = humanSize(d.Size)
-		}
-		fmt.Fprintf(out, "%s\t%s\t%d\t%d\t%s\n", d.Time.UTC().Format(time.RFC3339), size, d.File, d.Revisions, d.Path)
+		t.row("%s\t%s\t%d\t%d\t%s\n", d.Time.UTC().Format(time.RFC3339), t.size(d.Size), d.File, d.Revisions, d.Path)
 	}
-	if tw != nil {
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	return bw.Flush()
+	return t.flush()
 }
 
-// printLog prints one line per revision: aligned with human sizes for
-// people, tab-separated with exact sizes for scripts. Output is buffered:
-// a history of 10,000 revisions is one write, not 10,000.
+// printLog prints one line per revision (see table).
 func printLog(w io.Writer, l mount.FileLog, people bool) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	out := io.Writer(bw)
-	var tw *tabwriter.Writer
-	if people {
-		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		out = tw
-		fmt.Fprintln(out, "REV\tTIME\tSIZE\tBASE\tCHAIN\tSNAPSHOTS")
-	}
+	t := newTable(w, people, "REV\tTIME\tSIZE\tBASE\tCHAIN\tSNAPSHOTS")
 	for _, r := range l.Revisions {
-		size := strconv.FormatUint(r.Size, 10)
-		if people {
-			size = humanSize(r.Size)
-		}
 		snaps := strings.Join(r.Snapshots, ",")
 		if snaps == "" && people {
 			snaps = "-"
 		}
-		fmt.Fprintf(out, "%d\t%s\t%s\t%s\t%d\t%s\n", r.Rev, r.Time.UTC().Format(time.RFC3339), size, r.Base, r.Chain, snaps)
+		t.row("%d\t%s\t%s\t%s\t%d\t%s\n", r.Rev, r.Time.UTC().Format(time.RFC3339), t.size(r.Size), r.Base, r.Chain, snaps)
 	}
-	if tw != nil {
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	return bw.Flush() // the first write error, if any
+	return t.flush()
 }

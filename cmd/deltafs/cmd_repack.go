@@ -115,11 +115,11 @@ func runRepack(cmd *cobra.Command, store string, fl repackFlags) error {
 // printRepackReport writes the human report.
 func printRepackReport(w io.Writer, store string, r objstore.RepackReport) {
 	fmt.Fprintf(w, "repacked %s: %d revisions of %d files in %s, peak memory %s\n",
-		store, r.Revisions, r.Files, r.Duration.Round(time.Millisecond), humanBytes(uint64(r.PeakRSS)))
+		store, r.Revisions, r.Files, r.Duration.Round(time.Millisecond), humanSize(uint64(r.PeakRSS)))
 	if r.Whole {
 		fmt.Fprintf(w, "  nothing to change: every record and entry kept as it is, the store left untouched\n")
 	}
-	fmt.Fprintf(w, "  size       %s -> %s (%s)\n", humanBytes(r.SizeBefore), humanBytes(r.SizeAfter), percent(r.SizeBefore, r.SizeAfter))
+	fmt.Fprintf(w, "  size       %s -> %s (%s)\n", humanSize(r.SizeBefore), humanSize(r.SizeAfter), percent(r.SizeBefore, r.SizeAfter))
 	fmt.Fprintf(w, "  revisions  %d re-deltaed, %d reused verbatim, %d unchanged", r.Redeltaed, r.Reused, r.Unchanged)
 	if r.Resumed {
 		fmt.Fprintf(w, ", %d done by the interrupted run resumed", r.ResumedRevisions)
@@ -191,19 +191,6 @@ func parseSize(s string) (int64, error) {
 	return int64(v * mult), nil
 }
 
-// humanBytes formats n in binary units.
-func humanBytes(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, i := float64(n), -1
-	for v >= unit && i < 4 {
-		v, i = v/unit, i+1
-	}
-	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[i])
-}
-
 // progressBar redraws one status line on a terminal, at most every
 // redrawEvery. A nil *progressBar draws nothing.
 type progressBar struct {
@@ -263,7 +250,7 @@ func progressLine(label string, done, total int64, bytes, totalBytes uint64, ela
 	secs := elapsed.Seconds()
 	if totalBytes > 0 && secs > 0 {
 		rate := float64(bytes) / secs
-		line += fmt.Sprintf("  %s/%s  %s/s", humanBytes(bytes), humanBytes(totalBytes), humanBytes(uint64(rate)))
+		line += fmt.Sprintf("  %s/%s  %s/s", humanSize(bytes), humanSize(totalBytes), humanSize(uint64(rate)))
 	}
 	if frac > 0 && frac < 1 {
 		eta := time.Duration(float64(elapsed) * (1 - frac) / frac)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -129,27 +128,11 @@ func printSnapshots(w io.Writer, list []index.Snapshot, usage []objstore.Snapsho
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	bw := bufio.NewWriter(w)
-	out := io.Writer(bw)
-	var tw *tabwriter.Writer
-	if people {
-		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		out = tw
-		fmt.Fprintln(out, "NAME\tTIME\tEXCLUSIVE")
-	}
+	t := newTable(w, people, "NAME\tTIME\tEXCLUSIVE")
 	for _, s := range list {
-		size := strconv.FormatUint(byID[s.ID].ExclusiveBytes, 10)
-		if people {
-			size = humanSize(byID[s.ID].ExclusiveBytes)
-		}
-		fmt.Fprintf(out, "%s\t%s\t%s\n", listName(s.Name), snapTime(s), size)
+		t.row("%s\t%s\t%s\n", listName(s.Name), snapTime(s), t.size(byID[s.ID].ExclusiveBytes))
 	}
-	if tw != nil {
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	return bw.Flush() // the first write error, if any
+	return t.flush()
 }
 
 // listName is a snapshot's name as a listing's column shows it: quoted
