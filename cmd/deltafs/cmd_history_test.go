@@ -131,18 +131,7 @@ func TestHumanSize(t *testing.T) {
 // and human sizes.
 func TestLogOnATerminal(t *testing.T) {
 	store, _ := newHistoryStore(t)
-	ptm, pts, closeTTY := openPTY(t)
-	defer closeTTY()
-	var errOut bytes.Buffer
-	if code := run([]string{"log", "--store", store, "a.txt"}, strings.NewReader(""), pts, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
-	}
-	buf := make([]byte, 4096)
-	n, err := ptm.Read(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(string(buf[:n]), "\r", "")), "\n")
+	lines := runOnTerminal(t, "log", "--store", store, "a.txt")
 	if len(lines) != 4 || !strings.HasPrefix(lines[0], "REV  TIME") || !strings.Contains(lines[1], "6 B ") ||
 		strings.Index(lines[0], "SIZE") != strings.Index(lines[2], "14 B") {
 		t.Fatalf("log on a terminal:\n%s", strings.Join(lines, "\n"))

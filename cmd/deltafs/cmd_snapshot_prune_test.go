@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"os"
@@ -140,19 +139,8 @@ func TestPruneColumns(t *testing.T) {
 	}
 	check([]string{"--keep-last", "1", "--dry-run"}, [][2]string{{"keep", "s3"}, {"would remove", "s2"}, {"would remove", "s1"}})
 
-	ptm, pts, closeTTY := openPTY(t)
-	defer closeTTY()
-	var errOut bytes.Buffer
-	if code := run([]string{"snapshot", "prune", store, "--keep-last", "1", "--dry-run"}, strings.NewReader(""), pts, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
-	}
-	buf := make([]byte, 4096)
-	n, err := ptm.Read(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(string(buf[:n]), "\r", "")), "\n")
-	if len(lines) != 4 || strings.Contains(string(buf[:n]), "\t") || strings.Index(lines[0], "s3") != strings.Index(lines[1], "s2") ||
+	lines := runOnTerminal(t, "snapshot", "prune", store, "--keep-last", "1", "--dry-run")
+	if len(lines) != 4 || strings.Contains(strings.Join(lines, "\n"), "\t") || strings.Index(lines[0], "s3") != strings.Index(lines[1], "s2") ||
 		strings.Index(lines[0], "s3") != len("would remove  ") {
 		t.Fatalf("prune on a terminal:\n%s", strings.Join(lines, "\n"))
 	}

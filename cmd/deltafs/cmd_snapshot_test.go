@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"strconv"
@@ -144,18 +143,7 @@ func TestSnapshotListSizes(t *testing.T) {
 			t.Errorf("piped line %q: want %s, its time and %d bytes, tab-separated", l, rows[i].Name, rows[i].ExclusiveBytes)
 		}
 	}
-	ptm, pts, closeTTY := openPTY(t)
-	defer closeTTY()
-	var errOut bytes.Buffer
-	if code := run([]string{"snapshot", "list", store}, strings.NewReader(""), pts, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
-	}
-	buf := make([]byte, 4096)
-	n, err := ptm.Read(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines = strings.Split(strings.TrimSpace(strings.ReplaceAll(string(buf[:n]), "\r", "")), "\n")
+	lines = runOnTerminal(t, "snapshot", "list", store)
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "NAME    TIME") || strings.Contains(strings.Join(lines, ""), "\t") ||
 		!strings.HasSuffix(lines[1], "  "+humanSize(rows[0].ExclusiveBytes)) || strings.Index(lines[0], "EXCLUSIVE") != strings.Index(lines[2], humanSize(rows[1].ExclusiveBytes)) {
 		t.Fatalf("list on a terminal:\n%s", strings.Join(lines, "\n"))

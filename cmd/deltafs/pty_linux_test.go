@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/deltafs/deltafs/internal/testutil"
 )
 
 // openTTY opens a pseudo-terminal pair and returns its replica side, a
@@ -22,7 +26,7 @@ func openPTY(t *testing.T) (ptm, pts *os.File, closeFn func()) {
 	t.Helper()
 	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
 	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
+		testutil.SkipOrFail(t, "no pseudo-terminals here: %v", err)
 	}
 	var n, unlock uint32
 	if err := ioctl(ptm, syscall.TIOCSPTLCK, unsafe.Pointer(&unlock)); err != nil {
@@ -37,6 +41,26 @@ func openPTY(t *testing.T) (ptm, pts *os.File, closeFn func()) {
 		t.Fatalf("open pty replica: %v", err)
 	}
 	return ptm, pts, func() { pts.Close(); ptm.Close() }
+}
+
+// runOnTerminal runs the command line args with a terminal as its
+// standard output, expects it to succeed, and returns the lines it
+// wrote there (the terminal's carriage returns removed). The commands
+// buffer their output, so one read takes it whole.
+func runOnTerminal(t *testing.T, args ...string) []string {
+	t.Helper()
+	ptm, pts, closeTTY := openPTY(t)
+	defer closeTTY()
+	var errOut bytes.Buffer
+	if code := run(args, strings.NewReader(""), pts, &errOut); code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+	}
+	buf := make([]byte, 4096)
+	n, err := ptm.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(strings.ReplaceAll(string(buf[:n]), "\r", "")), "\n")
 }
 
 func ioctl(f *os.File, req uintptr, arg unsafe.Pointer) error {
