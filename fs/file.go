@@ -95,9 +95,18 @@ func (h *handle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.Attr
 // dirties the file first and then counts as a truncation of the open
 // file; the privilege bits go as killPrivsFlagged says; set applies it
 // to the live file.
+//
+// A truncation to the size the file has changes no byte (`truncate -s`
+// of a file to its own size comes this way) and is no change: only its
+// times move. A write racing it that had extended the file is cut back,
+// and that write's own note, clipped to the size at the report, covers
+// it.
 func (n *Node) setattrOpen(ctx context.Context, fd int, in *fuse.SetAttrIn, out *fuse.AttrOut,
 	set func(context.Context, *fuse.SetAttrIn, *fuse.AttrOut) syscall.Errno) syscall.Errno {
 	sz, resize := in.GetSize()
+	if st := fstat(fd); resize && st != nil && st.Size == int64(sz) {
+		resize = false
+	}
 	if resize {
 		if errno := n.dirtying(ctx); errno != 0 {
 			return errno

@@ -356,3 +356,42 @@ func TestPassthroughWriterUtimensIsNoChange(t *testing.T) {
 		t.Fatalf("a write followed by utimens: %+v", c)
 	}
 }
+
+// A truncation to the size the file has changes no byte: `truncate -s`
+// of a file to its own size opens it (O_CREAT, no O_TRUNC) and truncates
+// through that handle, and records nothing, as a truncate(2) by path
+// does not.
+func TestRecordTruncateToSameSize(t *testing.T) {
+	m := mountLive(t)
+	p := m.path("a")
+	if err := os.WriteFile(p, testutil.Bytes(3, 5000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.waitChanges(t, 1)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(5000); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, 5000); err != nil { // by path, no writer open
+		t.Fatal(err)
+	}
+	m.waitChanges(t, 0)
+	// A real truncation through a handle is still a change.
+	f, err = os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(4000); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if c := m.waitChanges(t, 1)[0]; c.Size != 4000 || c.Kept != 4000 {
+		t.Fatalf("truncate through a handle: %+v", c)
+	}
+}
