@@ -133,8 +133,11 @@
 // live tree is dropped. The redo runs in the Recorder's goroutine while
 // the mount serves; Sync (snapshots, unmount) waits for all of it, and
 // Wait and Flush of a file (its fsync, its history view) for that
-// file's redo. A clean unmount leaves the journal empty. A read-only
-// mount neither journals nor redoes: the next writable mount does.
+// file's redo. A clean unmount leaves the journal empty, but for the
+// files of excluded paths (exclude.go), which stay pending: their
+// content is in no revision, so snapshots read them and a rename out of
+// the patterns redoes them. A read-only mount neither journals nor
+// redoes: the next writable mount does.
 //
 // Why a log rather than one file per pending FileID or badger keys: one
 // write(2) of ~60 bytes per session on the write path, against a

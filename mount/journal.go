@@ -289,6 +289,28 @@ func (j *journal) dirtied(id fs.FileID, path string) {
 	j.appendLocked(recDirty, id, pathPayload(path))
 }
 
+// keep makes id pending at path if it is not: a change of it that is
+// left unrecorded (an excluded path, see exclude.go), which a new file's
+// writer may have made with no Dirtied (passthrough writes bypass the
+// mount). A pending id takes path as its hint (a new file's Dirtied may
+// have come before it had one).
+func (j *journal) keep(id fs.FileID, path string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if id.IsZero() {
+		return
+	}
+	if p := j.pending[id]; p != nil {
+		if p.path != path {
+			p.path = path
+			j.appendLocked(recMoved, id, pathPayload(path))
+		}
+		return
+	}
+	j.pending[id] = &pendingFile{path: path, gen: 1, durable: true}
+	j.appendLocked(recDirty, id, pathPayload(path))
+}
+
 // undirtied takes back the last dirtied of id: its writer changed
 // nothing. The file is clean at once if everything reported before is
 // durably recorded, else when the last of those reports is.
@@ -476,6 +498,16 @@ func (j *journal) close() error {
 		j.f = nil
 	}
 	return err
+}
+
+// gen returns the gen of pending id (0 if it is not pending).
+func (j *journal) gen(id fs.FileID) uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if p := j.pending[id]; p != nil {
+		return p.gen
+	}
+	return 0
 }
 
 // hint returns the path hint of pending id.

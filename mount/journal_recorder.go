@@ -11,6 +11,7 @@ import (
 type journaled struct {
 	*Recorder
 	j *journal
+	x *excluder // paths left out of history (exclude.go); nil: none
 }
 
 var (
@@ -42,8 +43,18 @@ func (r journaled) Undirtied(id fs.FileID) {
 	r.Recorder.undirtied(id)
 }
 
-// Changed stamps c for the journal and queues it.
+// Changed stamps c for the journal and queues it. A change of an
+// excluded path is dropped and its file kept pending (exclude.go),
+// unless the Recorder holds an earlier change of the file, which it
+// merges with as before.
 func (r journaled) Changed(c fs.Change) {
+	if r.x.excluded(c.Path) && !r.Recorder.holding(key(&c)) {
+		if r.j != nil {
+			r.j.keep(c.ID, c.Path)
+		}
+		r.Recorder.dropped(&c)
+		return
+	}
 	if r.j != nil {
 		r.j.reported(&c)
 	}
@@ -63,12 +74,22 @@ func (r journaled) Wait(ctx context.Context, id fs.FileID) error {
 	return r.Recorder.Wait(ctx, id)
 }
 
-// Renamed keeps the journal's path hints and atomic saves.
+// Renamed keeps the journal's path hints and atomic saves, and records
+// the files the rename took out of the excluded paths.
 func (r journaled) Renamed(ev fs.Rename) {
 	if r.j != nil {
 		r.j.renamed(ev)
 	}
+	redos := r.leaving(ev)
+	if len(redos) > 0 && !ev.Replaced.IsZero() {
+		// The replaced file's revision held back (a new file's grace)
+		// comes first: the saved content continues it.
+		r.Recorder.release(ev.Replaced)
+	}
 	r.Recorder.Renamed(ev)
+	for _, rd := range redos {
+		r.Recorder.queueRedo(rd)
+	}
 }
 
 // holding reports whether the Recorder holds back a change of k.

@@ -23,6 +23,9 @@ import (
 type redo struct {
 	id  fs.FileID
 	gen uint64 // the journal's gen of id when the redo was queued
+	// path, if set, is where the file was when the redo was queued (a
+	// rename took it out of the excluded paths: exclude.go).
+	path string
 }
 
 // redoer redoes, at mount, the recordings a killed mount left undone:
@@ -37,6 +40,7 @@ type redoer struct {
 	j    *journal
 	live string
 	log  *slog.Logger
+	x    *excluder // pending files it excludes stay pending
 
 	mu     sync.Mutex           // guards todo and walked: queue runs again after a full disk (space.go)
 	todo   map[fs.FileID]bool   // pending ids not redone yet
@@ -69,7 +73,14 @@ func (r *redoer) run(ctx context.Context, rd *redo) error {
 		delete(r.todo, rd.id)
 		r.mu.Unlock()
 	}()
-	rel, ok := r.locate(rd.id)
+	rel, ok := rd.path, rd.path != "" && liveID(filepath.Join(r.live, rd.path)) == rd.id
+	if !ok {
+		rel, ok = r.locate(rd.id)
+	}
+	if ok && r.x.excluded(rel) {
+		r.log.Debug("pending file excluded from history; left pending", "path", rel)
+		return nil
+	}
 	if !ok {
 		r.log.Debug("pending file no longer in the live tree; dropped", "id", rd.id)
 		r.j.redone(rd.id, rd.gen)

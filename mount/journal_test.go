@@ -348,7 +348,7 @@ func TestHeldFsyncSyncsTheJournal(t *testing.T) {
 	defer j.close()
 	r := NewRecorder(&memSink{}, time.Hour, quiet())
 	defer r.Close(context.Background())
-	jr := journaled{r, j}
+	jr := journaled{Recorder: r, j: j}
 	id := fs.NewFileID()
 	for i, held := range []bool{false, true} {
 		jr.Dirtied(id, "db")

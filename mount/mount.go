@@ -47,6 +47,10 @@ type Config struct {
 	// oldest automatic snapshots beyond this many (0: keep all).
 	SnapshotEvery time.Duration
 	KeepSnapshots int
+	// Exclude leaves the files whose paths match these patterns out of
+	// history: no revision at close or fsync, only what snapshots hold
+	// (see exclude.go for the patterns and what still records them).
+	Exclude []string
 	// Busy is called when the shutdown finds the mount busy (a process
 	// has a file or directory open in it), before it waits for the mount
 	// to be let go of. Closing GiveUp ends that wait early: the changes
@@ -71,6 +75,10 @@ type Mounted struct {
 // pending and closes the store. Nothing is created when a check fails.
 func Run(ctx context.Context, cfg Config) error {
 	cfg = withDefaults(cfg)
+	x, err := newExcluder(cfg.Exclude)
+	if err != nil {
+		return err
+	}
 	mnt, store, err := checkMountPoint(cfg.MountPoint, cfg.Store)
 	if err != nil {
 		return err
@@ -80,7 +88,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	raiseFileLimit()
 	created := !exists(filepath.Join(store, "FORMAT"))
-	m, err := open(store, mnt, cfg)
+	m, err := open(store, mnt, cfg, x)
 	if err != nil {
 		if created && errors.Is(err, ErrNoXattrs) {
 			_ = os.RemoveAll(store) // a store that cannot be used: leave nothing behind
@@ -136,7 +144,7 @@ type running struct {
 }
 
 // open opens the store and builds the live tree over it.
-func open(store, mnt string, cfg Config) (*running, error) {
+func open(store, mnt string, cfg Config, x *excluder) (*running, error) {
 	// FastFulltexts: recording keeps up with a tree of new files; a
 	// repack recompresses their fulltexts at the better level.
 	st, err := objstore.Open(store, objstore.Config{Create: !cfg.ReadOnly, ReadOnly: cfg.ReadOnly, FastFulltexts: true, Holder: mountedOn + mnt, Logger: cfg.Logger})
@@ -162,7 +170,7 @@ func open(store, mnt string, cfg Config) (*running, error) {
 			return nil, errors.Join(err, m.close(context.Background()))
 		}
 		sw := &spaceWait{room: st.Room, closing: m.closing, log: cfg.Logger}
-		sink = journalSink{ls: ls, j: m.jnl, rd: &redoer{st: st, ls: ls, j: m.jnl, live: live, log: cfg.Logger}, sw: sw}
+		sink = journalSink{ls: ls, j: m.jnl, rd: &redoer{st: st, ls: ls, j: m.jnl, live: live, log: cfg.Logger, x: x}, sw: sw}
 	}
 	m.rec = NewRecorder(sink, cfg.FsyncInterval, cfg.Logger)
 	if js, ok := sink.(journalSink); ok {
@@ -179,7 +187,7 @@ func open(store, mnt string, cfg Config) (*running, error) {
 	if err != nil {
 		return nil, errors.Join(err, m.close(context.Background()))
 	}
-	m.fsys, err = fs.New(m.snaps.fsConfig(fs.Config{LiveDir: live, Recorder: journaled{m.rec, m.jnl}, Logger: cfg.Logger, Passthrough: os.Geteuid() == 0, History: hist, ReadSmallNew: true}))
+	m.fsys, err = fs.New(m.snaps.fsConfig(fs.Config{LiveDir: live, Recorder: journaled{Recorder: m.rec, j: m.jnl, x: x}, Logger: cfg.Logger, Passthrough: os.Geteuid() == 0, History: hist, ReadSmallNew: true}))
 	if err != nil {
 		return nil, errors.Join(err, m.close(context.Background()))
 	}

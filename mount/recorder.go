@@ -195,6 +195,15 @@ func (r *Recorder) Changed(c fs.Change) {
 	r.pushChange(k, Event{Change: &c, Continues: cont, LivesAt: livesAt})
 }
 
+// dropped counts a change that is not recorded (an excluded path) and
+// lets go of its content.
+func (r *Recorder) dropped(c *fs.Change) {
+	r.mu.Lock()
+	r.reports++
+	r.mu.Unlock()
+	c.Close()
+}
+
 // pushChange queues the change ev of file k, with r.mu held.
 func (r *Recorder) pushChange(k fs.FileID, ev Event) {
 	ev.read = newReadSignal()

@@ -37,6 +37,7 @@ waiting (the next mount records what was left). A store can be mounted
 once at a time: a second mount fails naming the first.`,
 		Example: `  deltafs mount ~/work.dfs ~/work
   deltafs mount --snapshot-every 1h --keep-snapshots 48 ~/work.dfs ~/work
+  deltafs mount --exclude '*.swp' --exclude node_modules ~/work.dfs ~/work
   deltafs mount --read-only ~/work.dfs /mnt/work`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,12 +55,14 @@ once at a time: a second mount fails naming the first.`,
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", mount.DefaultShutdownTimeout, "give up unmounting and recording after `DURATION` (0: the default)")
 	f.DurationVar(&cfg.SnapshotEvery, "snapshot-every", 0, "take an automatic snapshot (named auto-<UTC time>) every `DURATION`; 0: never")
 	f.IntVar(&cfg.KeepSnapshots, "keep-snapshots", 0, "with --snapshot-every, keep only the newest `N` automatic snapshots (0: keep all); snapshots you name are never retired")
+	f.StringArrayVar(&cfg.Exclude, "exclude", nil, "leave files matching `PATTERN` out of history (no revision when closed or fsynced; snapshots still hold them): a name anywhere (*.swp, node_modules) or, with a slash, a path from the root (build/*.o); repeatable")
 	f.BoolVar(&cfg.Debug, "debug", false, "log every FUSE request on stderr")
 	return cmd
 }
 
 // checkMountFlags refuses, before anything is created or mounted, the
-// flag values that mean nothing: a negative duration or count, automatic
+// flag values that mean nothing: a bad --exclude pattern, a negative
+// duration or count, automatic
 // snapshots on a read-only mount (which takes none), and --keep-snapshots
 // without --snapshot-every (only automatic snapshots are retired). Zero
 // keeps its meaning: the default interval and timeout, no automatic
@@ -71,6 +74,11 @@ func checkMountFlags(cfg mount.Config) error {
 	}{{"--fsync-interval", cfg.FsyncInterval}, {"--shutdown-timeout", cfg.ShutdownTimeout}, {"--snapshot-every", cfg.SnapshotEvery}} {
 		if d.v < 0 {
 			return usageErrorf("%s %s: must not be negative", d.flag, d.v)
+		}
+	}
+	for _, p := range cfg.Exclude {
+		if err := mount.CheckExclude(p); err != nil {
+			return usageErrorf("%v", err)
 		}
 	}
 	switch {

@@ -24,6 +24,10 @@ func TestMountFlagErrors(t *testing.T) {
 		{[]string{"--keep-snapshots", "3"}, "--keep-snapshots needs --snapshot-every"},
 		{[]string{"--snapshot-every", "0", "--keep-snapshots", "3"}, "--keep-snapshots needs --snapshot-every"},
 		{[]string{"--read-only", "--snapshot-every", "1h"}, "--snapshot-every needs a writable mount"},
+		{[]string{"--exclude", "*.swp", "--exclude", "build//x"}, `bad --exclude pattern "build//x": an empty path component (a doubled or trailing slash)`},
+		{[]string{"--exclude", "[a-"}, `bad --exclude pattern "[a-": unbalanced [ ] or a trailing backslash`},
+		{[]string{"--exclude", "../x"}, `bad --exclude pattern "../x": a ".." component`},
+		{[]string{"--exclude", "/"}, `bad --exclude pattern "/": empty`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.flags, " "), func(t *testing.T) {

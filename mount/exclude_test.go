@@ -1,0 +1,176 @@
+package mount
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/internal/testutil"
+	"github.com/deltafs/deltafs/objstore"
+)
+
+func TestExcluderMatches(t *testing.T) {
+	x, err := newExcluder([]string{"*.swp", "node_modules", "build/*.o", "/tmp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel, want := range map[string]bool{
+		".a.txt.swp":            true,
+		"src/.main.go.swp":      true,
+		"a.swp.txt":             false,
+		"node_modules":          true,
+		"web/node_modules/x.js": true,
+		"node_modules2/x":       false,
+		"build/a.o":             true,
+		"build/a.c":             false,
+		"build/a.o/inner":       true, // a directory it matches excludes all below
+		"src/build/a.o":         false,
+		"tmp/x":                 true,
+		"src/tmp/x":             false,
+		"a.txt":                 false,
+	} {
+		if got := x.excluded(rel); got != want {
+			t.Errorf("excluded(%q) = %v, want %v", rel, got, want)
+		}
+	}
+	var none *excluder
+	if none.excluded("a.swp") {
+		t.Error("a nil excluder excludes")
+	}
+}
+
+// revisionsAt returns the contents of the revisions of the live file at
+// rel in the unmounted store, oldest first: none if it has no store file.
+func revisionsAt(t *testing.T, store, rel string) []string {
+	t.Helper()
+	if _, ok := storeIDs(t, store)[liveID(filepath.Join(store, liveDir, rel))]; !ok {
+		return nil
+	}
+	return historyAt(t, store, rel)
+}
+
+func writeIn(t *testing.T, mnt, rel string, b []byte) {
+	t.Helper()
+	p := filepath.Join(mnt, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An excluded file records no revision however often it is written, at
+// this mount or at the redo of the next one; a snapshot holds it as it
+// is then, which is its only history; a mount without the pattern
+// records its pending change.
+func TestExcludedFilesRecordNoRevisions(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	cfg := Config{Store: store, Exclude: []string{"*.swp", "build"}}
+	l := startWith(t, cfg)
+	writeIn(t, l.mnt, "a.txt", []byte("kept\n"))
+	for i := range 5 {
+		writeIn(t, l.mnt, ".a.txt.swp", testutil.Bytes(uint64(i), 3000))
+	}
+	writeIn(t, l.mnt, "build/out.o", []byte("object\n"))
+	l.recorded(t, 7)
+	l.stop(t)
+	if got := revisionsAt(t, store, "a.txt"); len(got) != 1 {
+		t.Fatalf("a.txt: %d revisions, want 1", len(got))
+	}
+	for _, rel := range []string{".a.txt.swp", "build/out.o"} {
+		if got := revisionsAt(t, store, rel); len(got) != 0 {
+			t.Fatalf("%s, excluded: %d revisions, want none", rel, len(got))
+		}
+	}
+
+	// The next mount's redo leaves them pending; a snapshot holds them.
+	l = startWith(t, cfg)
+	if err := l.rec.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(l.mnt, ".snapshots", "s1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for rel, want := range map[string][]byte{".a.txt.swp": testutil.Bytes(4, 3000), "build/out.o": []byte("object\n")} {
+		got, err := os.ReadFile(filepath.Join(l.mnt, ".snapshots", "s1", rel))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("snapshot's %s: %d bytes, %v; want the live content", rel, len(got), err)
+		}
+	}
+	writeIn(t, l.mnt, ".a.txt.swp", []byte("after the snapshot\n"))
+	l.recorded(t, 1)
+	l.stop(t)
+	if got := revisionsAt(t, store, ".a.txt.swp"); len(got) != 1 || got[0] != string(testutil.Bytes(4, 3000)) {
+		t.Fatalf(".a.txt.swp: %d revisions, want the snapshot's alone", len(got))
+	}
+
+	// Mounted without the pattern, the pending change is recorded.
+	l = startWith(t, Config{Store: store})
+	if err := l.rec.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l.stop(t)
+	if got := revisionsAt(t, store, ".a.txt.swp"); len(got) != 2 || got[1] != "after the snapshot\n" {
+		t.Fatalf(".a.txt.swp without the pattern: revisions %q", got)
+	}
+	if got := revisionsAt(t, store, "build/out.o"); len(got) != 1 {
+		t.Fatalf("build/out.o without the pattern: %d revisions, want the snapshot's", len(got))
+	}
+}
+
+// A rename that takes a file out of the patterns records it: the temp
+// file of an atomic save continues the saved file's history, as a small
+// delta; a directory renamed away from an excluded name records the
+// files in it.
+func TestRenameOutOfExcludedRecords(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := startWith(t, Config{Store: store, Exclude: []string{"*.tmp", "/scratch"}})
+	v1 := testutil.Bytes(7, 200_000)
+	v2 := append(bytes.Clone(v1[:100_000]), append([]byte("an edit"), v1[100_000:]...)...)
+	// "doc" is saved right after it was made (its first revision still
+	// held back: a new file's grace), "old" long after.
+	writeIn(t, l.mnt, "old", v1)
+	l.recorded(t, 1)
+	for _, name := range []string{"doc", "old"} {
+		if name == "doc" {
+			writeIn(t, l.mnt, name, v1)
+		}
+		writeIn(t, l.mnt, name+".tmp", v2)
+		if err := os.Rename(filepath.Join(l.mnt, name+".tmp"), filepath.Join(l.mnt, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeIn(t, l.mnt, "scratch/sub/r", []byte("result\n"))
+	writeIn(t, l.mnt, "scratch/other.tmp", []byte("temp\n"))
+	l.recorded(t, 6)
+	if err := os.Rename(filepath.Join(l.mnt, "scratch"), filepath.Join(l.mnt, "results")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.rec.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l.stop(t)
+	for _, name := range []string{"doc", "old"} {
+		if got := revisionsAt(t, store, name); len(got) != 2 || got[0] != string(v1) || got[1] != string(v2) {
+			t.Fatalf("%s: %d revisions, want v1 then the saved v2", name, len(got))
+		}
+		var stored []uint64
+		eachRevisionAt(t, store, name, func(_ *objstore.Store, e index.Entry) error {
+			stored = append(stored, uint64(e.Stored))
+			return nil
+		})
+		if stored[1] > 1000 {
+			t.Errorf("%s: the saved revision stores %d bytes, want a small delta against v1 (%d bytes stored)", name, stored[1], stored[0])
+		}
+	}
+	if got := revisionsAt(t, store, "results/sub/r"); len(got) != 1 || got[0] != "result\n" {
+		t.Fatalf("results/sub/r: revisions %q, want its content", got)
+	}
+	if got := revisionsAt(t, store, "results/other.tmp"); len(got) != 0 {
+		t.Fatalf("results/other.tmp, still excluded: revisions %q", got)
+	}
+}
