@@ -87,7 +87,7 @@ func TestGCCommandErrors(t *testing.T) {
 	for want, args := range map[string][]string{
 		`bad duration "soon"`: {"gc", "--keep-within", "soon", dir},
 		`bad duration "-1d"`:  {"gc", "--keep-within", "-1d", dir},
-		"expects 1 arguments": {"gc"},
+		"expects 1 argument,": {"gc"},
 	} {
 		requireOneErrorLine(t, runCLI(t, nil, args...), exitUsage, want)
 	}

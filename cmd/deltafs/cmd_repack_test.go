@@ -99,7 +99,7 @@ func TestRepackCommandErrors(t *testing.T) {
 		`reuse "sometimes"`:      {"repack", "--reuse=sometimes", dir},
 		`bad size "lots"`:        {"repack", "--memory-limit", "lots", dir},
 		"must be positive":       {"repack", "--window", "0", dir},
-		"expects 1 arguments":    {"repack"},
+		"expects 1 argument,":    {"repack"},
 		"unknown flag: --nosuch": {"repack", "--nosuch", dir},
 	}
 	for want, args := range usage {

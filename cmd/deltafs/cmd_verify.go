@@ -94,7 +94,7 @@ type problemsError struct {
 }
 
 func (e *problemsError) Error() string {
-	return fmt.Sprintf("%d problems found in %s", e.n, e.store)
+	return fmt.Sprintf("%s found in %s", count(e.n, "problem"), e.store)
 }
 
 // runVerify verifies the store, through its mount if it is mounted, and
@@ -148,7 +148,7 @@ func runVerify(cmd *cobra.Command, arg string, asJSON bool) error {
 	}
 	bar.finish()
 	if err != nil && len(res.Problems) > 0 {
-		return fmt.Errorf("verify stopped after %d problems: %w", len(res.Problems), err)
+		return fmt.Errorf("verify stopped after %s: %w", count(len(res.Problems), "problem"), err)
 	}
 	if err != nil {
 		return err
@@ -194,13 +194,18 @@ func finishVerify(out io.Writer, res verifyResult, rep mount.VerifyReport, asJSO
 	} else {
 		verdict := "clean"
 		if n > 0 {
-			verdict = fmt.Sprintf("%d problems", n)
+			verdict = count(n, "problem")
 		}
 		if res.Pending > 0 {
-			verdict += fmt.Sprintf(" (%d live files hold changes not recorded yet: open for writing, or left to the next mount)", res.Pending)
+			hold := "hold changes"
+			if res.Pending == 1 {
+				hold = "holds a change"
+			}
+			verdict += fmt.Sprintf(" (%s %s not recorded yet: open for writing, or left to the next mount)", count(res.Pending, "live file"), hold)
 		}
-		fmt.Fprintf(out, "verified %d revisions of %d files, %d snapshots (%d trees) and %d live files in %s: %s\n",
-			res.Revisions, res.Files, res.Snapshots, res.Trees, res.LiveFiles, res.Store, verdict)
+		fmt.Fprintf(out, "verified %s of %s, %s (%s) and %s in %s: %s\n",
+			count(res.Revisions, "revision"), count(res.Files, "file"), count(res.Snapshots, "snapshot"),
+			count(res.Trees, "tree"), count(res.LiveFiles, "live file"), res.Store, verdict)
 	}
 	if n > 0 {
 		return &problemsError{n: n, store: res.Store}

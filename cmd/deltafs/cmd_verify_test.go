@@ -57,10 +57,10 @@ func TestVerifyProblems(t *testing.T) {
 		}
 	}
 	n := len(lines) - 1
-	if n == 0 || lines[n] != fmt.Sprintf("verified 20 revisions of 2 files, 0 snapshots (0 trees) and 0 live files in %s: %d problems", dir, n) {
+	if n == 0 || lines[n] != fmt.Sprintf("verified 20 revisions of 2 files, 0 snapshots (0 trees) and 0 live files in %s: %s", dir, count(n, "problem")) {
 		t.Errorf("summary %q after %d problems", lines[n], n)
 	}
-	if strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, fmt.Sprintf("deltafs: verify: %d problems found in %s", n, dir)) {
+	if strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, fmt.Sprintf("deltafs: verify: %s found in %s", count(n, "problem"), dir)) {
 		t.Errorf("stderr %q", r.stderr)
 	}
 	r = runCLI(t, nil, "verify", "--json", dir)
@@ -82,11 +82,33 @@ func TestVerifyCannotRun(t *testing.T) {
 	}
 	defer s.Close()
 	requireOneErrorLine(t, runCLI(t, nil, "verify", dir), exitStoreLocked, "(/mnt/w)")
-	requireOneErrorLine(t, runCLI(t, nil, "verify"), exitUsage, "expects 1 arguments")
+	requireOneErrorLine(t, runCLI(t, nil, "verify"), exitUsage, "expects 1 argument,")
 }
 
 func TestExitCodeProblems(t *testing.T) {
 	if got := exitCode(fmt.Errorf("x: %w", &problemsError{n: 2, store: "s"})); got != exitProblems {
 		t.Fatalf("exit code %d", got)
 	}
+}
+
+// TestVerifyCountsInWords runs the built binary on a store of one file
+// of one revision, clean and then with its one record damaged: every
+// count of one is singular ("1 revision of 1 file", "1 problem"), as the
+// README's example shows, and so is a usage error's "1 argument".
+func TestVerifyCountsInWords(t *testing.T) {
+	dir := makeStore(t, 1, 1)
+	r := runBinary(t, nil, "verify", dir)
+	if want := "verified 1 revision of 1 file, 0 snapshots (0 trees) and 0 live files in " + dir + ": clean\n"; r.code != exitOK || r.stdout != want {
+		t.Fatalf("exit %d, stdout %q, want %q (stderr %q)", r.code, r.stdout, want, r.stderr)
+	}
+	corruptSegment(t, dir)
+	r = runBinary(t, nil, "verify", dir)
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if want := "verified 1 revision of 1 file, 0 snapshots (0 trees) and 0 live files in " + dir + ": 1 problem"; r.code != exitProblems || len(lines) != 2 || lines[1] != want {
+		t.Fatalf("exit %d, stdout %q, want 1 problem line and %q", r.code, r.stdout, want)
+	}
+	if want := "deltafs: verify: 1 problem found in " + dir + "\n"; r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+	requireOneErrorLine(t, runBinary(t, nil, "verify"), exitUsage, "verify: expects 1 argument, got 0")
 }

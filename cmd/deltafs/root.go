@@ -106,10 +106,19 @@ func noSubcommand(cmd *cobra.Command, args []string) error {
 func exactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usageErrorf("expects %d arguments, got %d", n, len(args))
+			return usageErrorf("expects %s, got %d", count(n, "argument"), len(args))
 		}
 		return nil
 	}
+}
+
+// count writes n and the noun, in the plural unless n is 1: "1 problem",
+// "0 problems", "2 live files".
+func count[N ~int | ~int64 | ~uint64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // flagValueError says why a flag's value was refused in words, not in
