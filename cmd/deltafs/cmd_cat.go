@@ -45,8 +45,10 @@ names file N.`,
 		},
 	}
 	t.flags(cmd, `print one JSON object: path, file, deleted, revision {rev, time, size, ...}, data (base64)`)
-	cmd.Flags().Int64Var(&rev, "rev", -1, "the revision number")
-	cmd.Flags().StringVar(&snap, "snapshot", "", "the revision the snapshot NAME holds")
+	// The zero default is never used (revSpec asks whether --rev was
+	// given) and not shown: the help says what leaving it out means.
+	cmd.Flags().Int64Var(&rev, "rev", 0, "revision `N` (see 'deltafs log'); default: the newest")
+	cmd.Flags().StringVar(&snap, "snapshot", "", "the revision the snapshot `NAME` holds")
 	return cmd
 }
 

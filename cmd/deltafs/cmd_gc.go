@@ -131,8 +131,15 @@ func printGCReport(w io.Writer, store string, r objstore.GCReport) {
 // (30d, 2w).
 type durationFlag time.Duration
 
-func (f *durationFlag) String() string { return time.Duration(*f).String() }
-func (f *durationFlag) Type() string   { return "duration" }
+// String is empty for zero, which is "not given" (Set refuses it), so that
+// the help shows no "(default 0s)" for a value the flag would not take.
+func (f *durationFlag) String() string {
+	if *f == 0 {
+		return ""
+	}
+	return time.Duration(*f).String()
+}
+func (f *durationFlag) Type() string { return "duration" }
 func (f *durationFlag) Set(s string) error {
 	d, err := parseDuration(s)
 	if err != nil {

@@ -34,9 +34,9 @@ type historyTarget struct {
 }
 
 func (h *historyTarget) flags(cmd *cobra.Command, jsonHelp string) {
-	cmd.Flags().StringVar(&h.store, "store", "", "the store (or a path in its mount); PATH is then relative to the tree root")
+	cmd.Flags().StringVar(&h.store, "store", "", "the store `STORE` (or a path in its mount); PATH is then relative to the tree root")
 	cmd.Flags().BoolVar(&h.asJSON, "json", false, jsonHelp)
-	cmd.Flags().Uint64Var(&h.id, "id", 0, "the file with this id (see 'deltafs log --deleted'), live or deleted")
+	cmd.Flags().Uint64Var(&h.id, "id", 0, "the file with id `N` (see 'deltafs log --deleted'), live or deleted")
 }
 
 // args checks the arguments: PATH, which --store and --id (or

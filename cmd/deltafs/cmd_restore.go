@@ -68,6 +68,8 @@ out (with --store).`,
 		},
 	}
 	t.flags(cmd, "print one JSON object: path, file, deleted, from, revision {rev, time, size, ...}")
-	cmd.Flags().Int64Var(&rev, "rev", -1, "the revision to bring back (a deleted file's newest by default)")
+	// The zero default is never used (RunE asks whether --rev was given)
+	// and not shown: the help says what leaving it out means.
+	cmd.Flags().Int64Var(&rev, "rev", 0, "the revision `N` to bring back; required but for a deleted file (default: its newest)")
 	return cmd
 }

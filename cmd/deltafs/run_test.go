@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -159,6 +160,41 @@ func TestExitCode(t *testing.T) {
 	for _, tt := range tests {
 		if got := exitCode(tt.err); got != tt.want {
 			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+}
+
+// TestHelpDefaultsAreTaken: a default the help shows ("(default X)") is
+// a value its flag takes. "deltafs cat --help" showed "--rev int ...
+// (default -1)" and "gc --help" "--keep-within ... (default 0s)", values
+// the commands refuse ("--rev -1: not a revision number", "bad duration
+// \"0s\""); the help says in words what leaving them out means.
+func TestHelpDefaultsAreTaken(t *testing.T) {
+	shown := regexp.MustCompile(`(?m)^\s+(?:-\w, )?--([\w-]+)(?: \S+)?\s.*\(default ([^)]*)\)$`)
+	for _, path := range allCommands() {
+		r := runBinary(t, nil, append(path, "--help")...)
+		for _, m := range shown.FindAllStringSubmatch(r.stdout, -1) {
+			flag, def := m[1], m[2]
+			// Parse the default as the command line would, in a fresh tree.
+			root := newRootCmd()
+			cmd, _, err := root.Find(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := cmd.Flags().Lookup(flag)
+			if f == nil {
+				t.Errorf("deltafs %s --help: --%s shown but not found", strings.Join(path, " "), flag)
+				continue
+			}
+			if err := f.Value.Set(def); err != nil {
+				t.Errorf("deltafs %s --help shows --%s (default %s), which the flag refuses: %v", strings.Join(path, " "), flag, def, err)
+			}
+		}
+	}
+	for _, path := range [][]string{{"cat"}, {"restore"}} {
+		r := runBinary(t, nil, append(path, "--help")...)
+		if !strings.Contains(r.stdout, "--rev N ") || strings.Contains(r.stdout, "(default -1)") {
+			t.Errorf("deltafs %s --help: want --rev N with no -1 default:\n%s", path[0], r.stdout)
 		}
 	}
 }
