@@ -18,13 +18,18 @@ func newLogCmd() *cobra.Command {
 		Short: "List every revision of a file: time, size, delta base, chain, snapshots",
 		Long: `List every revision of the file at PATH, oldest first: its number, when
 it was recorded (UTC), its size, how it is stored (full, or a delta
-against p1, p2, snapshot, hint, intermediate, dedup, reused), the length
-of the delta chain that rebuilds it and the snapshots holding it. History
-follows renames and atomic saves as the mount recorded them. PATH is a
-file inside a deltafs mount (the mount first records every change closed
+against p1, p2, p1+p2 (both parents at once), snapshot, hint,
+intermediate; dedup: another revision holds the same bytes; reused), the
+length of the delta chain that rebuilds it and the snapshots holding it.
+On a terminal the columns are aligned under a header, sizes human;
+piped, they are tab-separated with exact byte counts. History follows
+renames and atomic saves as the mount recorded them. PATH is a file
+inside a deltafs mount (the mount first records every change closed
 before the call) or inside an unmounted store's live directory; or give
 --store STORE and PATH relative to the tree root. It costs only this
-file's revisions, plus one look at each snapshot's reference set.
+file's revisions, plus its own rows of the snapshots holding them (a
+store whose snapshots an older deltafs took: one look at each
+snapshot's reference set).
 
 A PATH where no file lives now names the newest deleted file whose last
 path it is (where it was removed from, or its last revision recorded),

@@ -51,10 +51,22 @@ func snapUsage(err error) error {
 	return err
 }
 
+// snapNameRules is what "snapshot create" and "rename" refuse in a new
+// name (mount.CheckSnapshotName); their usage errors point at this help.
+const snapNameRules = `A new name is one file name: not empty, "." or "..", no "/", at most
+255 bytes, and no control character (a newline or tab would break
+"snapshot list"'s lines). Names auto-YYYY-MM-DDTHH:MM:SSZ are reserved
+for the automatic snapshots of "deltafs mount --snapshot-every", so a
+snapshot you name is never retired.`
+
 func newSnapCreateCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:     "create STORE|PATH NAME",
-		Short:   "Take a snapshot of the whole tree called NAME",
+		Use:   "create STORE|PATH NAME",
+		Short: "Take a snapshot of the whole tree called NAME",
+		Long: `Take a read-only snapshot of the whole tree, shown under
+MOUNTPOINT/.snapshots/NAME (also "mkdir MOUNTPOINT/.snapshots/NAME").
+
+` + snapNameRules,
 		Example: "  deltafs snapshot create ~/work before-refactor",
 		Args:    exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -182,7 +194,12 @@ func newSnapRenameCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "rename STORE|PATH OLD NEW",
 		Short: "Rename the snapshot OLD to NEW",
-		Args:  exactArgs(3),
+		Long: `Rename the snapshot OLD to NEW (also "mv" in MOUNTPOINT/.snapshots/).
+Rename an automatic snapshot to keep it: --keep-snapshots retires only
+names of its own.
+
+` + snapNameRules,
+		Args: exactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := mount.CheckSnapshotName(args[2]); err != nil {
 				return &usageError{err: err}

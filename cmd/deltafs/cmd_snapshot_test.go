@@ -149,3 +149,34 @@ func TestSnapshotListSizes(t *testing.T) {
 		t.Fatalf("list on a terminal:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// TestSnapshotNameHelp: "snapshot create" and "rename" refuse a bad new
+// name with a usage error that points at their --help, which said
+// nothing of names; it now gives the rules the errors cite (built
+// binary).
+func TestSnapshotNameHelp(t *testing.T) {
+	for _, cmd := range []string{"create", "rename"} {
+		r := runBinary(t, nil, "snapshot", cmd, "--help")
+		for _, want := range []string{"auto-YYYY-MM-DDTHH:MM:SSZ are reserved", "control character", "at most\n255 bytes"} {
+			if r.code != exitOK || !strings.Contains(r.stdout, want) {
+				t.Errorf("deltafs snapshot %s --help: exit %d, no %q in:\n%s", cmd, r.code, want, r.stdout)
+			}
+		}
+	}
+}
+
+// TestLogHelpNamesEveryKind: "deltafs log --help" names every way a
+// revision can be stored, as its BASE column prints it (it missed
+// p1+p2).
+func TestLogHelpNamesEveryKind(t *testing.T) {
+	r := runBinary(t, nil, "log", "--help")
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(r.stdout, func(c rune) bool { return strings.ContainsRune(" \n\t,;:()", c) }) {
+		words[w] = true
+	}
+	for _, k := range index.Kinds() {
+		if !words[k.String()] {
+			t.Errorf("deltafs log --help does not name the base kind %q:\n%s", k, r.stdout)
+		}
+	}
+}
