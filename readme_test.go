@@ -2,6 +2,7 @@ package deltafs_test
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -30,5 +31,35 @@ func TestCIRunsREADMETestCommand(t *testing.T) {
 	}
 	if !strings.Contains(string(ci), " "+command+"\n") {
 		t.Fatalf(".ci/run does not run the README's test command %q", command)
+	}
+}
+
+// TestREADMEListsCIPackages: the README's CI paragraph names every Debian
+// package .ci/run installs (it listed five of eight: not acl, e2fsprogs
+// and mount, which the ACL and full-disk tests need under CI=true).
+func TestREADMEListsCIPackages(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := os.ReadFile(".ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^PACKAGES=\(([^)]*)\)`).FindSubmatch(ci)
+	if m == nil {
+		t.Fatal(".ci/run has no PACKAGES=(...) line")
+	}
+	text := strings.Join(strings.Fields(string(readme)), " ")
+	_, after, ok := strings.Cut(text, "It installs only ")
+	_, after, ok2 := strings.Cut(after, "(")
+	list, _, ok3 := strings.Cut(after, ")")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal(`README.md has no "It installs only ... (PACKAGES)" in its CI paragraph`)
+	}
+	for _, p := range strings.Fields(string(m[1])) {
+		if !strings.Contains(list, "`"+p+"`") {
+			t.Errorf("README's CI package list %q does not name %q, which .ci/run installs", list, p)
+		}
 	}
 }
