@@ -139,3 +139,21 @@ func TestUnknownSuite(t *testing.T) {
 		t.Fatalf("err = %v, want unknown suite", err)
 	}
 }
+
+// TestREADMENamesEverySuite: the README's Benchmarks section gives the
+// command of every suite (it missed history and gc).
+func TestREADMENamesEverySuite(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"all"}
+	for _, s := range suites() {
+		names = append(names, s.Name)
+	}
+	for _, name := range names {
+		if !strings.Contains(string(readme), "\ngo run ./bench "+name+" ") {
+			t.Errorf("README.md has no line %q", "go run ./bench "+name)
+		}
+	}
+}
