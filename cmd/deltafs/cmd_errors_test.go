@@ -82,3 +82,14 @@ func TestMissingStoreErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestHistoryPathExitCodes pins what the README says of log, cat and
+// restore (it said exit 5 "or no path at all"): an empty PATH outside any
+// store or mount is exit 5, no PATH at all a usage error, exit 2 (built
+// binary).
+func TestHistoryPathExitCodes(t *testing.T) {
+	for _, c := range [][]string{{"log"}, {"cat"}, {"restore", "--rev", "0"}} {
+		requireOneErrorLine(t, runBinary(t, nil, append(c, "")...), exitNotStore, "not a deltafs store, nor inside a deltafs mount")
+		requireOneErrorLine(t, runBinary(t, nil, c...), exitUsage, "expects 1 argument, got 0")
+	}
+}
