@@ -112,11 +112,13 @@ func checkFUSE(device string) error {
 // to its users, so that a store inside another deltafs mount fails too.
 const xattrProbe = "user.deltafs.probe"
 
-// checkXattrs checks that the filesystem of dir, the store's live
-// directory, keeps user xattrs: every live file's identity is one
-// (fs.XattrID), and a file without one is never recorded. It sets and
-// removes xattrProbe on dir itself, so that it leaves nothing behind.
-func checkXattrs(dir string) error {
+// checkXattrs checks that the filesystem of dir (the store's live
+// directory, or the directory of a store being created) keeps user
+// xattrs: every live file's identity is one (fs.XattrID), and a file
+// without one is never recorded. It sets and removes xattrProbe on dir
+// itself, so that it leaves nothing behind; store names the store in
+// the error.
+func checkXattrs(dir, store string) error {
 	err := unix.Setxattr(dir, xattrProbe, []byte{1}, 0)
 	if err == nil {
 		err = unix.Removexattr(dir, xattrProbe)
@@ -131,7 +133,35 @@ func checkXattrs(dir string) error {
 	// %v, not %w: an EPERM (a deltafs mount's answer) is no
 	// permission problem of the user's.
 	return fmt.Errorf("%w: the store %s is on %s (setxattr %s: %v); a store needs user xattrs, where deltafs keeps each live file's identity",
-		ErrNoXattrs, filepath.Dir(dir), kind, xattrProbe, err)
+		ErrNoXattrs, store, kind, xattrProbe, err)
+}
+
+// makeStoreDir creates the directory of a new store, and its missing
+// parents, before any of its files (0700, as objstore makes it), and
+// returns the topmost directory it made ("" if the store existed). A
+// check that fails then removes that much and nothing was ever written
+// below it: inside another deltafs mount, a store's files created and
+// removed again would be recorded there as deleted files.
+func makeStoreDir(store string) (string, error) {
+	top := ""
+	for d := store; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", nil // objstore says what is wrong with it
+		}
+		top = d
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if top == "" {
+		return "", nil
+	}
+	if err := os.MkdirAll(store, 0o700); err != nil {
+		return "", nil // objstore tries again and says why it failed
+	}
+	return top, nil
 }
 
 // fsTypeOf returns the type of the filesystem holding dir (absolute,

@@ -88,17 +88,34 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	raiseFileLimit()
 	created := !exists(filepath.Join(store, "FORMAT"))
+	made := store // what a failed first mount removes
+	if created && !cfg.ReadOnly {
+		// The store's filesystem is checked before any file is made
+		// in it: see makeStoreDir.
+		top, _ := makeStoreDir(store)
+		if top != "" {
+			made = top
+		}
+		if fi, err := os.Lstat(store); err == nil && fi.IsDir() {
+			if err := checkXattrs(store, store); err != nil {
+				if top != "" {
+					_ = os.RemoveAll(top)
+				}
+				return err
+			}
+		}
+	}
 	m, err := open(store, mnt, cfg, x)
 	if err != nil {
 		if created && errors.Is(err, ErrNoXattrs) {
-			_ = os.RemoveAll(store) // a store that cannot be used: leave nothing behind
+			_ = os.RemoveAll(made) // a store that cannot be used: leave nothing behind
 		}
 		return err
 	}
 	if err := m.mount(mnt, cfg); err != nil {
 		err = errors.Join(err, m.close(context.Background()))
 		if created {
-			_ = os.RemoveAll(store) // leave nothing behind of a failed first mount
+			_ = os.RemoveAll(made) // leave nothing behind of a failed first mount
 		}
 		return err
 	}
@@ -159,7 +176,7 @@ func open(store, mnt string, cfg Config, x *excluder) (*running, error) {
 		if err := os.Mkdir(live, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, errors.Join(fmt.Errorf("create %s: %w", live, err), st.Close())
 		}
-		if err := checkXattrs(live); err != nil {
+		if err := checkXattrs(live, store); err != nil {
 			return nil, errors.Join(err, st.Close())
 		}
 		if m.sink, err = openStoreSink(st, filepath.Join(store, idsFile), cfg.Logger); err != nil {

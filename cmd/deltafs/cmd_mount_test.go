@@ -331,3 +331,24 @@ func TestMountRefusesStoreWithoutXattrs(t *testing.T) {
 		t.Errorf("a refused mount left %s behind: %v", store, err)
 	}
 }
+
+// TestMountRefusedInsideMountLeavesNoHistory: a new store inside another
+// deltafs mount is refused (no user xattrs there), and the refusal leaves
+// no trace in the outer mount: the store was created, refused and
+// removed, and the outer store recorded its files (FORMAT, LOCK, the
+// index's) as deleted files, listed by "log --deleted" and kept until a
+// gc. The check now runs before anything is created.
+func TestMountRefusedInsideMountLeavesNoHistory(t *testing.T) {
+	store, mnt := newMountDirs(t)
+	outer := startMount(t, store, mnt)
+	defer outer.stop(t, syscall.SIGTERM)
+	inner := filepath.Join(mnt, "sub", "inner.dfs")
+	r := runBinary(t, nil, "mount", inner, t.TempDir())
+	requireOneErrorLine(t, r, exitNotStore, "no user xattrs")
+	if _, err := os.Lstat(filepath.Join(mnt, "sub")); !os.IsNotExist(err) {
+		t.Errorf("a refused mount left %s behind: %v", filepath.Join(mnt, "sub"), err)
+	}
+	if r := runBinary(t, nil, "log", "--deleted", mnt); r.code != exitOK || r.stdout != "" {
+		t.Errorf("log --deleted after the refused mount: exit %d, stdout %q, stderr %q; want no deleted file", r.code, r.stdout, r.stderr)
+	}
+}
