@@ -185,3 +185,26 @@ func cliWant(t *testing.T, want int, args ...string) string {
 	}
 	return string(out)
 }
+
+// TestOfflineCommandsGivenMountPath: gc, repack and mount --read-only
+// take a store; given the mount point of a mounted one (or a path in
+// it), as stats, verify and the snapshot commands take, they said "not a
+// deltafs store (no FORMAT file)", exit 5. They now say whose mount it is
+// and what to do, as for the store itself: in use, exit 4 (built binary).
+func TestOfflineCommandsGivenMountPath(t *testing.T) {
+	store, mnt := newMountDirs(t)
+	p := startMount(t, store, mnt)
+	defer p.stop(t, syscall.SIGTERM)
+	if err := os.Mkdir(filepath.Join(mnt, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{mnt, filepath.Join(mnt, "sub")} {
+		for _, args := range [][]string{{"gc", path}, {"repack", path}, {"mount", "--read-only", path, t.TempDir()}} {
+			r := runBinary(t, nil, args...)
+			requireOneErrorLine(t, r, exitStoreLocked, "store "+store+" is mounted on "+mnt)
+			if !strings.Contains(r.stderr, "deltafs umount "+mnt) {
+				t.Errorf("%v: %q does not say how to unmount", args, r.stderr)
+			}
+		}
+	}
+}
