@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"github.com/deltafs/deltafs/index"
@@ -51,11 +52,17 @@ func StoreOf(path string) (string, error) {
 	} else if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	if exists(filepath.Join(abs, "FORMAT")) {
+	_, err = os.Lstat(filepath.Join(abs, "FORMAT"))
+	if err == nil {
 		return abs, nil
 	}
 	mnt, src := containingMount(abs)
 	if mnt == "" {
+		if errors.Is(err, fs.ErrPermission) {
+			// A directory this user cannot look into (a store is 0700):
+			// say so, not that it holds no store.
+			return "", fmt.Errorf("%s: %w", abs, fs.ErrPermission)
+		}
 		return "", fmt.Errorf("%s: %w", abs, ErrNoStore)
 	}
 	if !filepath.IsAbs(src) || !exists(filepath.Join(src, "FORMAT")) {

@@ -4,9 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/deltafs/deltafs/internal/testutil"
 )
 
 // TestNoStoreErrors: every command that takes a store (or a path in a
@@ -91,5 +95,42 @@ func TestHistoryPathExitCodes(t *testing.T) {
 	for _, c := range [][]string{{"log"}, {"cat"}, {"restore", "--rev", "0"}} {
 		requireOneErrorLine(t, runBinary(t, nil, append(c, "")...), exitNotStore, "not a deltafs store, nor inside a deltafs mount")
 		requireOneErrorLine(t, runBinary(t, nil, c...), exitUsage, "expects 1 argument, got 0")
+	}
+}
+
+// TestUnreadableStoreIsPermissionDenied: a store another user cannot look
+// into (a new store is 0700) is "permission denied", exit 7, for every
+// command that takes a store path; stats, verify, log and snapshot list
+// said "not a deltafs store, nor inside a deltafs mount", exit 5, while
+// gc said permission denied (built binary, run as nobody).
+func TestUnreadableStoreIsPermissionDenied(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "needs root to run the binary as nobody")
+	}
+	store := makeStore(t, 1, 2)
+	for d := filepath.Dir(store); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil { // nobody may reach the store, not enter it
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(filepath.Dir(store), "deltafs")
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil { // the test binary's directory is 0700
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"stats", store}, {"verify", store}, {"snapshot", "list", store}, {"log", "--store", store, "dir/file0.txt"},
+		{"cat", "--store", store, "dir/file0.txt"}, {"gc", store}, {"repack", store},
+	} {
+		cmd := exec.Command(bin, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: testutil.Nobody, Gid: testutil.Nobody}}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		cmd.Run()
+		r := result{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}
+		requireOneErrorLine(t, r, exitPermission, "permission denied")
 	}
 }
