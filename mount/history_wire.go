@@ -81,7 +81,8 @@ type FileInfo struct {
 	File uint64     `json:"file"` // the store's FileID
 	// Deleted is set when no live file has this history: a deleted
 	// file's, still in the store (gc removes what no snapshot holds).
-	Deleted bool `json:"deleted,omitempty"`
+	// Always written: the --json of log, cat and restore promises it.
+	Deleted bool `json:"deleted"`
 }
 
 // FileLog is the history of one file, oldest revision first.

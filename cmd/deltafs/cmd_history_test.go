@@ -137,3 +137,25 @@ func TestLogOnATerminal(t *testing.T) {
 		t.Fatalf("log on a terminal:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// TestHistoryJSONSaysDeleted: the --json of log, cat and restore has the
+// fields their help lists, "deleted" among them, for a live file too (it
+// was left out when false: a script reading it found no such key; built
+// binary).
+func TestHistoryJSONSaysDeleted(t *testing.T) {
+	store, _ := newHistoryStore(t)
+	for _, args := range [][]string{
+		{"log", "--json", "--store", store, "a.txt"},
+		{"cat", "--json", "--store", store, "a.txt"},
+		{"restore", "--json", "--store", store, "a.txt", "--rev", "0"},
+	} {
+		r := runBinary(t, nil, args...)
+		var got map[string]any
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != exitOK {
+			t.Fatalf("%v: exit %d, %v, stdout %q stderr %q", args, r.code, err, r.stdout, r.stderr)
+		}
+		if d, ok := got["deleted"]; !ok || d != false {
+			t.Errorf("%v: \"deleted\" is %v (present: %v), want false: %s", args, d, ok, r.stdout)
+		}
+	}
+}
