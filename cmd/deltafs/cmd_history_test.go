@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -156,6 +157,33 @@ func TestHistoryJSONSaysDeleted(t *testing.T) {
 		}
 		if d, ok := got["deleted"]; !ok || d != false {
 			t.Errorf("%v: \"deleted\" is %v (present: %v), want false: %s", args, d, ok, r.stdout)
+		}
+	}
+}
+
+// TestLogDeletedJSONHelp: "log --help" describes the JSON of "log
+// --deleted --json" (an array whose revisions is a count), which it did
+// not: it described only log's own object (built binary).
+func TestLogDeletedJSONHelp(t *testing.T) {
+	store, _ := newHistoryStore(t)
+	if err := os.Remove(filepath.Join(store, "live", "a.txt")); err != nil {
+		t.Fatal(err)
+	}
+	r := runBinary(t, nil, "log", "--deleted", "--json", "--store", store)
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != exitOK || len(got) != 1 {
+		t.Fatalf("exit %d, %v, stdout %q stderr %q", r.code, err, r.stdout, r.stderr)
+	}
+	help := runBinary(t, nil, "log", "--help").stdout
+	_, line, _ := strings.Cut(help, "\n      --json ")
+	line, _, _ = strings.Cut(line, "\n")
+	_, deleted, ok := strings.Cut(line, "with --deleted")
+	if !ok {
+		t.Fatalf("log --help's --json says nothing of --deleted: %q", line)
+	}
+	for key := range got[0] {
+		if !strings.Contains(deleted, key) {
+			t.Errorf("log --help's --json for --deleted does not name %q: %q", key, deleted)
 		}
 	}
 }

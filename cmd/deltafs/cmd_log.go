@@ -60,7 +60,7 @@ DIR relative to the tree root).`,
 			})
 		},
 	}
-	t.flags(cmd, "print one JSON object: path, file, deleted, revisions [{rev, time, size, base, chain, snapshots, ...}]")
+	t.flags(cmd, "print one JSON object: path, file, deleted, revisions [{rev, time, size, base, chain, snapshots, ...}]; with --deleted, an array of {path, file, deleted, revisions (how many), time, size}")
 	cmd.Flags().BoolVar(&deleted, "deleted", false, "list the deleted files whose history is still in the store")
 	return cmd
 }
