@@ -117,9 +117,9 @@ func printGCReport(w io.Writer, store string, r objstore.GCReport) {
 	if r.DryRun {
 		verb = "would remove"
 	}
-	fmt.Fprintf(w, "gc %s: %s %d of %d revisions (%d files entirely), %s of records; kept %d\n",
-		store, verb, r.Removed, r.Revisions, r.RemovedFiles, humanSize(r.RemovedStored), r.Kept)
-	fmt.Fprintf(w, "  from      %d snapshots, %d live files\n", r.Snapshots, r.LiveFiles)
+	fmt.Fprintf(w, "gc %s: %s %d of %s (%s entirely), %s of records; kept %d\n",
+		store, verb, r.Removed, count(r.Revisions, "revision"), count(r.RemovedFiles, "file"), humanSize(r.RemovedStored), r.Kept)
+	fmt.Fprintf(w, "  from      %s, %s\n", count(r.Snapshots, "snapshot"), count(r.LiveFiles, "live file"))
 	if r.Repack != nil {
 		fmt.Fprintf(w, "  size      %s -> %s, %s reclaimed\n", humanSize(r.SizeBefore), humanSize(r.SizeAfter), humanSize(r.Reclaimed))
 		fmt.Fprintf(w, "  rewrite   %d re-deltaed, %d reused verbatim, %d unchanged\n", r.Repack.Redeltaed, r.Repack.Reused, r.Repack.Unchanged)

@@ -113,7 +113,7 @@ func TestRepackAfterGCRemovedFile(t *testing.T) {
 	}
 	cliWant(t, exitOK, "umount", mnt)
 	p.wait(t)
-	if out := cliWant(t, exitOK, "gc", store); !strings.Contains(out, "removed 1 of 2 revisions (1 files entirely)") {
+	if out := cliWant(t, exitOK, "gc", store); !strings.Contains(out, "removed 1 of 2 revisions (1 file entirely)") {
 		t.Fatalf("gc: %s", out)
 	}
 	cliWant(t, exitOK, "repack", "--reuse=never", store)

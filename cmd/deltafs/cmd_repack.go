@@ -114,8 +114,8 @@ func runRepack(cmd *cobra.Command, store string, fl repackFlags) error {
 
 // printRepackReport writes the human report.
 func printRepackReport(w io.Writer, store string, r objstore.RepackReport) {
-	fmt.Fprintf(w, "repacked %s: %d revisions of %d files in %s, peak memory %s\n",
-		store, r.Revisions, r.Files, r.Duration.Round(time.Millisecond), humanSize(uint64(r.PeakRSS)))
+	fmt.Fprintf(w, "repacked %s: %s of %s in %s, peak memory %s\n",
+		store, count(r.Revisions, "revision"), count(r.Files, "file"), r.Duration.Round(time.Millisecond), humanSize(uint64(r.PeakRSS)))
 	if r.Whole {
 		fmt.Fprintf(w, "  nothing to change: every record and entry kept as it is, the store left untouched\n")
 	}

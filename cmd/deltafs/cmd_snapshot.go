@@ -322,6 +322,6 @@ func runPrune(cmd *cobra.Command, c mount.Controller, fl pruneFlags) error {
 	if fl.dryRun {
 		verb = "would remove"
 	}
-	fmt.Fprintf(w, "%d snapshots: kept %d, %s %d\n", len(plan), len(plan)-removed, verb, removed)
+	fmt.Fprintf(w, "%s: kept %d, %s %d\n", count(len(plan), "snapshot"), len(plan)-removed, verb, removed)
 	return nil
 }

@@ -109,7 +109,7 @@ func TestSnapshotUsageAndPruneMounted(t *testing.T) {
 	if out, err := exec.Command(binary, "snapshot", "prune", store).CombinedOutput(); exitStatus(err) != exitUsage {
 		t.Errorf("prune without a rule: %v %q", err, out)
 	}
-	if out := cli("snapshot", "prune", store, "--keep-daily", "1"); !strings.Contains(out, "1 snapshots: kept 1, removed 0") {
+	if out := cli("snapshot", "prune", store, "--keep-daily", "1"); !strings.Contains(out, "1 snapshot: kept 1, removed 0") {
 		t.Errorf("offline prune: %q", out)
 	}
 }

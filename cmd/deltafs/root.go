@@ -114,7 +114,7 @@ func exactArgs(n int) cobra.PositionalArgs {
 
 // count writes n and the noun, in the plural unless n is 1: "1 problem",
 // "0 problems", "2 live files".
-func count[N ~int | ~int64 | ~uint64](n N, noun string) string {
+func count[N ~int | ~int32 | ~int64 | ~uint | ~uint32 | ~uint64](n N, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
