@@ -167,12 +167,20 @@ func (s *Store) cacheRoot(want index.RevID, root *index.Entry, text []byte, cach
 // texts each (the root's decompressed text, two apply buffers, the copy for
 // the caller): on S3 (1 MiB texts, cache off) that was 1.8 garbage
 // collections per read and 13% of the read time.
+//
+// A recycled buffer is taken only if it is at most twice n (or bufSlack):
+// a rebuilt text may go to the fulltext cache, which keeps its whole
+// array, and a few KiB text in a MiB buffer pinned the MiB.
 func (s *Store) getBuf(n uint64) []byte {
-	if p, ok := s.bufs.Get().(*[]byte); ok && uint64(cap(*p)) >= n {
+	if p, ok := s.bufs.Get().(*[]byte); ok && uint64(cap(*p)) >= n && uint64(cap(*p)) <= max(2*n, bufSlack) {
 		return (*p)[:0]
 	}
 	return make([]byte, 0, n)
 }
+
+// bufSlack is the largest recycled buffer getBuf hands out for any small
+// text.
+const bufSlack = 16 << 10
 
 // putBuf recycles b, which nothing may use afterwards. sync.Pool drops
 // what is not reused within two collections, so idle buffers do not stay.
