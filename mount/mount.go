@@ -59,6 +59,10 @@ type Config struct {
 	GiveUp <-chan struct{}
 
 	testRecorder func(*Recorder) // tests: sees the Recorder
+	// testIdle, in tests, replaces idleAfter; testTrimmed sees each
+	// idle trim (see trimWhenIdle).
+	testIdle    time.Duration
+	testTrimmed func(dropped int64)
 	// testRevisions, in tests, wraps what snapshots take revisions from.
 	testRevisions func(*liveRevs) fs.Revisions
 }
@@ -122,6 +126,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := m.snaps.start(store, cfg); err != nil {
 		cfg.Logger.Warn("no control socket: snapshot and stats commands cannot reach this mount", "err", err)
 	}
+	idle := idleAfter
+	if cfg.testIdle > 0 {
+		idle = cfg.testIdle
+	}
+	go m.trimWhenIdle(idle, cfg.testTrimmed)
 	if cfg.Ready != nil {
 		cfg.Ready(&Mounted{Store: store, MountPoint: mnt, Created: created})
 	}
@@ -146,6 +155,17 @@ func exists(p string) bool {
 	return err == nil
 }
 
+// The mount's text cache budgets (objstore.Config), half the store's
+// defaults: the mount runs for days beside the user's work, and its
+// peak RSS is about twice what it holds live (the Go collector's
+// default pacing). 32 MiB of latest texts is the newest text of ~4,000
+// files of 8 KiB, or of one 32 MiB file (a bigger one still keeps its
+// own, objstore's keepOne); a miss costs a rebuild from the segments.
+const (
+	cacheBytes  = 32 << 20
+	latestBytes = 32 << 20
+)
+
 // running is an open store with its live tree, mounted or not.
 type running struct {
 	st      *objstore.Store
@@ -164,7 +184,8 @@ type running struct {
 func open(store, mnt string, cfg Config, x *excluder) (*running, error) {
 	// FastFulltexts: recording keeps up with a tree of new files; a
 	// repack recompresses their fulltexts at the better level.
-	st, err := objstore.Open(store, objstore.Config{Create: !cfg.ReadOnly, ReadOnly: cfg.ReadOnly, FastFulltexts: true, Holder: mountedOn + mnt, Logger: cfg.Logger})
+	st, err := objstore.Open(store, objstore.Config{Create: !cfg.ReadOnly, ReadOnly: cfg.ReadOnly, FastFulltexts: true, Holder: mountedOn + mnt, Logger: cfg.Logger,
+		CacheBytes: cacheBytes, LatestBytes: latestBytes})
 	if err != nil {
 		return nil, err
 	}
