@@ -28,7 +28,7 @@ func main() {
 
 // suites is the registry: every suite the runner knows, in report order.
 func suites() []Suite {
-	return []Suite{deltaSuite(), storeSuite(), mountSuite(), historySuite(), repackSuite(), gcSuite()}
+	return []Suite{deltaSuite(), storeSuite(), mountSuite(), historySuite(), repackSuite(), gcSuite(), footprintSuite()}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -88,6 +88,7 @@ func parseOptions(args []string, stderr io.Writer) (Options, error) {
 	fs.IntVar(&o.ChainSample, "chain-sample", 10, "revisions of a long chain that a slow baseline encodes (evenly spaced); totals are scaled to the whole chain")
 	fs.StringVar(&o.Only, "only", "", "run only these benchmarks of the suite, comma-separated (e.g. S3 or M1,M3)")
 	fs.BoolVar(&o.NoInstall, "no-install", false, "do not try to apt-get install missing baselines")
+	fs.StringVar(&o.DeltafsSrc, "deltafs-src", ".", "build the deltafs measured from the checkout in `DIR` (e.g. a git worktree of an older commit, for before/after figures)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -245,8 +245,14 @@ func childLoopback(ctx context.Context, args []string) (ChildResult, error) {
 	return ChildResult{}, nil
 }
 
-// buildDeltafs builds the deltafs binary from this checkout.
-func (e *Env) buildDeltafs() (string, error) { return e.buildDeltafsFrom(".") }
+// buildDeltafs builds the deltafs binary from this checkout, or from the
+// one -deltafs-src names.
+func (e *Env) buildDeltafs() (string, error) {
+	if e.Opts.DeltafsSrc != "" {
+		return e.buildDeltafsFrom(e.Opts.DeltafsSrc)
+	}
+	return e.buildDeltafsFrom(".")
+}
 
 // buildDeltafsFrom builds ./cmd/deltafs of the module at root.
 func (e *Env) buildDeltafsFrom(root string) (string, error) {

@@ -39,6 +39,7 @@ type Options struct {
 	OutDir      string
 	WorkDir     string
 	NoInstall   bool
+	DeltafsSrc  string // the checkout deltafs is built from ("": this one)
 	// Only, if set, limits a suite to the comma-separated benchmark ids
 	// (e.g. "M1,M3").
 	Only string
