@@ -155,15 +155,17 @@ func exists(p string) bool {
 	return err == nil
 }
 
-// The mount's text cache budgets (objstore.Config), half the store's
-// defaults: the mount runs for days beside the user's work, and its
-// peak RSS is about twice what it holds live (the Go collector's
-// default pacing). 32 MiB of latest texts is the newest text of ~4,000
-// files of 8 KiB, or of one 32 MiB file (a bigger one still keeps its
-// own, objstore's keepOne); a miss costs a rebuild from the segments.
+// The mount's text cache budgets (objstore.Config): the mount runs for
+// days beside the user's work, and the store's defaults (64+64 MiB) made
+// most of a busy mount's live heap (F1, bench/footprint.go). 32 MiB of
+// fulltexts still holds the chain root of a file of up to 32 MiB for
+// reads of its history; 16 MiB of latest texts is the newest text of
+// ~2,000 files of 8 KiB, and a bigger file keeps its own whatever its
+// size (objstore's keepOne). A miss costs a rebuild from the segments:
+// F1's mount CPU did not move with 16+16 against 32+32 MiB.
 const (
 	cacheBytes  = 32 << 20
-	latestBytes = 32 << 20
+	latestBytes = 16 << 20
 )
 
 // running is an open store with its live tree, mounted or not.
