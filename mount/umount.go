@@ -3,12 +3,12 @@ package mount
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/deltafs/deltafs/objstore"
+	"golang.org/x/sys/unix"
 )
 
 // What "deltafs umount" needs besides unmount(2): the store behind a
@@ -66,12 +66,12 @@ func MountOf(dir string) (mnt string, isStore bool) {
 
 // DetachDead lazily unmounts the deltafs mount on dir if its server is
 // gone (killed) and reports whether it did. A mount is dead when dir
-// answers ENOTCONN, or when nobody holds the lock of its store (store,
-// "" if unknown): a serving mount process holds it until it has
-// unmounted. The next mount of the store records what was left pending.
+// answers ENOTCONN (serverGone), or when nobody holds the lock of its
+// store (store, "" if unknown): a serving mount process holds it until
+// it has unmounted. The next mount of the store records what was left
+// pending.
 func DetachDead(dir, store string) (bool, error) {
-	_, err := os.Stat(dir)
-	dead := errors.Is(err, syscall.ENOTCONN) || store != "" && objstore.Holder(store) == nil
+	dead := serverGone(dir) || store != "" && objstore.Holder(store) == nil
 	if !dead || !IsDeltafsMount(dir) {
 		return false, nil
 	}
@@ -79,6 +79,20 @@ func DetachDead(dir, store string) (bool, error) {
 		return false, fmt.Errorf("detach %s: %w", dir, err)
 	}
 	return true, nil
+}
+
+// serverGone reports whether dir answers ENOTCONN: a FUSE mount point
+// whose server is gone. A plain stat does not tell: the kernel answers
+// it from the attributes it keeps (the live root's for an hour), which
+// its permission checks (default_permissions, every mount) refresh at
+// each path walk through the root, so a mount killed while in use kept
+// answering stat, and a new mount on its mount point failed at the
+// emptiness check (ENOTCONN). AT_STATX_FORCE_SYNC makes the kernel ask
+// the server.
+func serverGone(dir string) bool {
+	var st unix.Statx_t
+	err := unix.Statx(unix.AT_FDCWD, dir, unix.AT_STATX_FORCE_SYNC, unix.STATX_TYPE, &st)
+	return errors.Is(err, syscall.ENOTCONN)
 }
 
 // clearDeadMount detaches a deltafs mount on dir whose server is gone, so
