@@ -18,9 +18,11 @@ func (n *Node) OnAdd(ctx context.Context) {
 	if !n.isRoot() {
 		return
 	}
-	var dir gofs.InodeEmbedder = &snapshotsDir{}
+	var dir gofs.InodeEmbedder = &snapshotsDir{live: n.fsys.live}
 	if n.fsys.snaps != nil {
-		dir = NewSnapshotsDir(n.fsys.snaps, n.fsys.log)
+		d := NewSnapshotsDir(n.fsys.snaps, n.fsys.log)
+		d.live = n.fsys.live
+		dir = d
 	}
 	snap := n.NewPersistentInode(ctx, dir, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: snapshotsIno})
 	n.AddChild(SnapshotsName, snap, false)
@@ -118,12 +120,27 @@ func (d *listDir) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 // come later; for now it is an empty directory that refuses entries.
 type snapshotsDir struct {
 	gofs.Inode
+	live string
 }
 
 func (s *snapshotsDir) fill(a *fuse.Attr) {
 	a.Mode = syscall.S_IFDIR | 0o755
 	a.Nlink = 2
 	a.Ino = snapshotsIno
+	liveRootOwner(s.live, a)
+}
+
+// liveRootOwner gives a the owner and group of the live directory's
+// root (the mount point's), as .history's root has them: .snapshots is
+// the mounting user's, who takes, renames and deletes snapshots in it.
+// The kernel checks permissions (default_permissions, see Options): left
+// to root (0:0), mkdir in .snapshots of a mount by a user other than root
+// failed with EACCES before reaching the server.
+func liveRootOwner(live string, a *fuse.Attr) {
+	var st syscall.Stat_t
+	if live != "" && syscall.Lstat(live, &st) == nil {
+		a.Uid, a.Gid = st.Uid, st.Gid
+	}
 }
 
 func (s *snapshotsDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {

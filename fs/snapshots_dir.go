@@ -21,6 +21,7 @@ type SnapshotsDir struct {
 	noNewEntries
 	v     *view
 	start time.Time // when it was made: its times until a snapshot changes
+	live  string    // the live directory, whose root's owner it takes (liveRootOwner); "" in tests: root's
 }
 
 var (
@@ -45,11 +46,13 @@ func NewSnapshotsDir(s Snapshots, log *slog.Logger) *SnapshotsDir {
 
 // Getattr gives .snapshots the time of the last change to the list of
 // snapshots (see SnapshotsChanged), or of its own making, as its
-// modification, change and access times.
+// modification, change and access times, and the owner of the live
+// directory's root.
 func (d *SnapshotsDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = syscall.S_IFDIR | 0o755
 	out.Nlink = 2
 	out.Ino = d.StableAttr().Ino
+	liveRootOwner(d.live, &out.Attr)
 	t := d.start
 	if c, ok := d.v.snaps.(SnapshotsChanged); ok {
 		if ct := c.Changed(); ct.After(t) {

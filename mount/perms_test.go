@@ -18,10 +18,16 @@ func readAs(p string) error {
 // nobody (the test's temporary directories are 0700).
 func allowOtherMount(t *testing.T) *live {
 	t.Helper()
+	return allowOtherMountOf(t, filepath.Join(t.TempDir(), "s.dfs"))
+}
+
+// allowOtherMountOf is allowOtherMount of the store at store.
+func allowOtherMountOf(t *testing.T, store string) *live {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "needs root (to act as another user)")
 	}
-	l := startWith(t, Config{Store: filepath.Join(t.TempDir(), "s.dfs"), AllowOther: true})
+	l := startWith(t, Config{Store: store, AllowOther: true})
 	for _, d := range []string{filepath.Dir(l.mnt), l.mnt} {
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -81,5 +87,47 @@ func TestHistoryKeepsOldRevisionsPrivate(t *testing.T) {
 	}
 	if err := testutil.AsNobody(func() error { _, err := os.ReadDir(hd); return err }); !errors.Is(err, syscall.EACCES) {
 		t.Errorf("nobody lists .history/f: %v, want EACCES", err)
+	}
+}
+
+// TestSnapshotsBelongToTheLiveOwner: the kernel checks permissions on
+// every mount (default_permissions, which it turns on with its ACL
+// support), so the user who mounted a store must own .snapshots to take
+// a snapshot with mkdir there, and to rename and delete one. It was
+// root's, 0755: on a user's mount (fusermount3, the live directory the
+// user's) the user's mkdir failed with EACCES before reaching the mount.
+// Played here by nobody through --allow-other, on a store whose live
+// directory is nobody's: .snapshots is the live root's owner's, as the
+// mount point and .history are.
+func TestSnapshotsBelongToTheLiveOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "needs root (to act as another user)")
+	}
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	start(t, store).stop(t)
+	if err := os.Chown(filepath.Join(store, liveDir), testutil.Nobody, testutil.Nobody); err != nil {
+		t.Fatal(err)
+	}
+	l := allowOtherMountOf(t, store)
+	snaps := filepath.Join(l.mnt, ".snapshots")
+	for _, p := range []string{l.mnt, snaps, filepath.Join(l.mnt, ".history")} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != testutil.Nobody || st.Gid != testutil.Nobody {
+			t.Errorf("%s belongs to %d:%d, want nobody's (%d), the live directory's owner", p, st.Uid, st.Gid, testutil.Nobody)
+		}
+	}
+	if err := testutil.AsNobody(func() error { return os.Mkdir(filepath.Join(snaps, "s1"), 0o755) }); err != nil {
+		t.Fatalf("the live directory's owner takes a snapshot: %v", err)
+	}
+	if err := testutil.AsNobody(func() error {
+		return os.Rename(filepath.Join(snaps, "s1"), filepath.Join(snaps, "s2"))
+	}); err != nil {
+		t.Fatalf("the live directory's owner renames a snapshot: %v", err)
+	}
+	if err := testutil.AsNobody(func() error { return syscall.Rmdir(filepath.Join(snaps, "s2")) }); err != nil {
+		t.Fatalf("the live directory's owner deletes a snapshot: %v", err)
 	}
 }
