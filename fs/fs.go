@@ -73,6 +73,9 @@ type FS struct {
 	// serverReads counts reads served by this process for handles
 	// meant for passthrough: zero when passthrough works.
 	serverReads atomic.Int64
+	// xattrAsks counts the GETXATTR requests of live nodes this process
+	// answered: an ACL the kernel keeps (see Options) is not asked again.
+	xattrAsks atomic.Int64
 	// histPasses counts listings of a file's revisions served from their
 	// first entry; the kernel's cache served the others (history_cache.go).
 	histPasses atomic.Int64

@@ -77,8 +77,7 @@ func killprivMount(t *testing.T) (mnt, plain string) {
 	}
 	t.Cleanup(func() { f.Close() })
 	opts := Options()
-	opts.AllowOther = true
-	opts.Options = append(opts.Options, "default_permissions")
+	opts.AllowOther = true // Options has default_permissions
 	mnt, _ = testutil.Mount(t, f.Root(), opts)
 	plain = t.TempDir()
 	for _, d := range []string{mnt, plain, filepath.Dir(mnt), filepath.Dir(plain)} {

@@ -110,6 +110,7 @@ func (n *Node) truncatedByPath(old, size int64) (assigned bool) {
 // exclusive creation (Create with O_EXCL) until a Setxattr of it: a live
 // file gains attributes only through Setxattr.
 func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	n.fsys.xattrAsks.Add(1)
 	if isOurXattr(attr) || attr == xattrCapability && n.noCap.Load() {
 		return 0, syscall.ENODATA
 	}
@@ -128,36 +129,22 @@ func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 		n.noCap.Store(false) // before the file has it: Getxattr asks the file from now on
 	}
 	defer n.touchSelf()
-	errno := n.LoopbackNode.Setxattr(ctx, attr, data, flags)
-	n.aclChanged(attr, errno)
-	return errno
+	return n.LoopbackNode.Setxattr(ctx, attr, data, flags)
 }
 
 // Removexattr refuses deltafs's own attributes.
+//
+// A set or removed access ACL changes the mode's group bits (the mask;
+// with a minimal ACL all of them), and cp -a and mv set a copy's final
+// mode that way: the kernel, which handles ACLs (CAP_POSIX_ACL, see
+// Options), forgets the node's ACLs and attributes after either.
 func (n *Node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	if isOurXattr(attr) {
 		return syscall.EPERM
 	}
 	defer n.touchSelf()
-	errno := n.LoopbackNode.Removexattr(ctx, attr)
-	n.aclChanged(attr, errno)
-	return errno
+	return n.LoopbackNode.Removexattr(ctx, attr)
 }
-
-// aclChanged tells the kernel that n's attributes changed after a
-// successful set or removal of its access ACL, which sets the mode's
-// group bits (the mask), and with a minimal ACL all of them: cp -a and
-// mv set a copy's final mode that way. Without --allow-other the kernel
-// takes the ACL as an opaque xattr, marks only the ctime stale, and
-// answered stat and ls from the mode it had cached (for liveTimeout).
-func (n *Node) aclChanged(attr string, errno syscall.Errno) {
-	if errno == 0 && attr == xattrACLAccess {
-		_ = n.NotifyContent(-1, 0) // attributes only
-	}
-}
-
-// xattrACLAccess is the xattr of a file's POSIX access ACL.
-const xattrACLAccess = "system.posix_acl_access"
 
 // Listxattr lists the live file's attributes but deltafs's own.
 func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {

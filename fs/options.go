@@ -44,6 +44,26 @@ const killprivV2 = fuse.CAP_HANDLE_KILLPRIV_V2
 // descriptors, under which a flock and an fcntl lock of one process
 // conflicted, as they do not on a local file system.
 
+// The kernel checks permissions and caches POSIX ACLs (default_permissions
+// and CAP_POSIX_ACL), on every mount, not only on one that lets other
+// users in. Without CAP_POSIX_ACL the kernel takes an ACL for an opaque
+// xattr and sends every read of one to the server: ls -l (coreutils 9.1
+// asks each file for system.posix_acl_access, and a directory for
+// system.posix_acl_default too) cost a GETXATTR round trip per file at
+// each listing; with it, the kernel keeps each inode's ACLs (an absent
+// one too) from their first read until a change through the mount (a
+// SETXATTR or REMOVEXATTR of one, a SETATTR, which may move an ACL's
+// mask) or an attribute invalidation from this server
+// (Inode.NotifyContent(-1, 0)) makes it forget them. The kernel turns
+// default_permissions on with CAP_POSIX_ACL; naming the option shows it
+// in the mount table. Without --allow-other the only caller is the user
+// who mounted (the kernel refuses everyone else), whose permissions the
+// live directory checks the same way on the server's syscalls; the views
+// (.snapshots, .history) now have their stored modes and ACLs enforced
+// for that user as for others, and .snapshots belongs to the owner of
+// the live directory's root, so that the user who mounted may take,
+// rename and delete snapshots there (see liveRootOwner).
+
 // Options returns the go-fuse options the live tree is meant to be
 // mounted with; a caller adds mount-level choices (AllowOther, read-only,
 // DirectMount).
@@ -51,9 +71,11 @@ func Options() *gofs.Options {
 	t, neg := cacheTimeout, liveTimeout
 	return &gofs.Options{
 		MountOptions: fuse.MountOptions{
-			FsName:   "deltafs",
-			Name:     "deltafs",
-			MaxWrite: maxWrite,
+			FsName:    "deltafs",
+			Name:      "deltafs",
+			MaxWrite:  maxWrite,
+			Options:   []string{"default_permissions"},
+			EnableAcl: true,
 			// With CAP_ATOMIC_O_TRUNC an open with O_TRUNC reaches Open
 			// with the flag (go-fuse does not ask for it by default, and
 			// then the kernel sends a plain OPEN and a SETATTR of size 0):

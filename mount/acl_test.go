@@ -65,11 +65,12 @@ func TestAllowOtherEnforcesACLs(t *testing.T) {
 
 // TestACLModeSeenAtOnce: setting or removing a POSIX ACL changes the
 // file's mode bits (its group entry is the mask), and cp -a and mv set
-// the final mode that way. Without --allow-other the kernel takes
-// system.posix_acl_access as any xattr and kept the mode it had cached,
-// for the live tree's whole attribute timeout: stat showed 0700 for a
-// directory setfacl had opened to 0755. The mount tells the kernel the
-// attributes changed.
+// the final mode that way. A kernel without the mount's ACL support
+// takes system.posix_acl_access as any xattr and kept the mode it had
+// cached, for the live tree's whole attribute timeout: stat showed 0700
+// for a directory setfacl had opened to 0755. Every mount has it now
+// (fs.Options), and the kernel forgets the attributes after an ACL
+// change.
 func TestACLModeSeenAtOnce(t *testing.T) {
 	if _, err := exec.LookPath("setfacl"); err != nil {
 		testutil.SkipOrFail(t, "setfacl not installed (Debian package acl)")

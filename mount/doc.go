@@ -8,8 +8,8 @@
 // is created -> open the store with objstore.Open, which takes the store
 // lock (a second mount of the same store fails with an error naming the
 // holder) and creates the store when new -> create STORE/live -> mount
-// (mount(2) directly when root, fusermount3 otherwise; AllowOther adds
-// default_permissions so that the kernel checks permissions; ReadOnly
+// (mount(2) directly when root, fusermount3 otherwise; the kernel checks
+// permissions and POSIX ACLs on every mount, see fs.Options; ReadOnly
 // mounts "ro") -> Ready -> wait for the context (SIGINT/SIGTERM in the
 // CLI) or an outside unmount -> unmount, lazily detaching a busy mount
 // (Config.Busy first hears which processes hold it, holders.go; closing

@@ -33,7 +33,7 @@ const liveDir = "live"
 // Config describes one mount.
 type Config struct {
 	Store, MountPoint string
-	AllowOther        bool // let other users in; the kernel then checks permissions
+	AllowOther        bool // let other users in (the kernel checks permissions on every mount)
 	ReadOnly          bool
 	FsyncInterval     time.Duration // 0: DefaultFsyncInterval
 	ShutdownTimeout   time.Duration // 0: DefaultShutdownTimeout
@@ -255,15 +255,10 @@ func (discardSink) Record(_ context.Context, ev Event) error {
 func (m *running) mount(mnt string, cfg Config) error {
 	opts := fs.Options()
 	opts.Debug = cfg.Debug
+	// The kernel checks permissions, POSIX ACLs included, on every mount
+	// (fs.Options: default_permissions and EnableAcl); with AllowOther
+	// the callers are other users too.
 	opts.AllowOther = cfg.AllowOther
-	if cfg.AllowOther {
-		// The kernel checks permissions, POSIX ACLs included: without
-		// EnableAcl it checks the mode bits only, and an ACL stored on a
-		// live file (passed through by its xattrs, answered from what a
-		// snapshot stored) would neither deny nor grant.
-		opts.Options = append(opts.Options, "default_permissions")
-		opts.EnableAcl = true
-	}
 	if cfg.ReadOnly {
 		opts.Options = append(opts.Options, "ro")
 	}

@@ -253,24 +253,33 @@ func TestReadOnlyMount(t *testing.T) {
 	}
 }
 
-func TestAllowOtherAddsDefaultPermissions(t *testing.T) {
+// TestMountsHaveDefaultPermissions: every mount lets the kernel check
+// permissions (and keep POSIX ACLs, see fs.Options), not only one that
+// lets other users in.
+func TestMountsHaveDefaultPermissions(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "allow_other needs root or user_allow_other in /etc/fuse.conf")
 	}
-	l := startWith(t, Config{Store: filepath.Join(t.TempDir(), "s.dfs"), AllowOther: true})
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.Contains(line, " "+l.mnt+" ") {
-			if !strings.Contains(line, "allow_other") || !strings.Contains(line, "default_permissions") {
-				t.Fatalf("mount options lack allow_other,default_permissions: %s", line)
-			}
-			return
+	for _, other := range []bool{false, true} {
+		l := startWith(t, Config{Store: filepath.Join(t.TempDir(), "s.dfs"), AllowOther: other})
+		b, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			t.Fatal(err)
 		}
+		var line string
+		for _, ln := range strings.Split(string(b), "\n") {
+			if strings.Contains(ln, " "+l.mnt+" ") {
+				line = ln
+			}
+		}
+		if line == "" {
+			t.Fatalf("%s not in mountinfo", l.mnt)
+		}
+		if !strings.Contains(line, "default_permissions") || strings.Contains(line, "allow_other") != other {
+			t.Errorf("--allow-other %v: mount options %s, want default_permissions and allow_other only with --allow-other", other, line)
+		}
+		l.stop(t)
 	}
-	t.Fatalf("%s not in mountinfo", l.mnt)
 }
 
 // TestInPlaceWritesRecordExactly edits a file in place, truncates and

@@ -50,7 +50,7 @@ once at a time: a second mount fails naming the first.`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&cfg.AllowOther, "allow-other", false, "let other users use the mount (the kernel then checks permissions)")
+	f.BoolVar(&cfg.AllowOther, "allow-other", false, "let other users use the mount (the kernel checks their permissions, POSIX ACLs included, as it checks yours)")
 	f.BoolVar(&cfg.ReadOnly, "read-only", false, "mount read-only; the store must exist")
 	f.DurationVar(&cfg.FsyncInterval, "fsync-interval", mount.DefaultFsyncInterval, "record at most one revision per `DURATION` for a file fsynced again and again (0: the default)")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", mount.DefaultShutdownTimeout, "give up unmounting and recording after `DURATION` (0: the default)")

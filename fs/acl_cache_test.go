@@ -1,0 +1,147 @@
+package fs
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/deltafs/deltafs/internal/testutil"
+	"golang.org/x/sys/unix"
+)
+
+// xattrACLAccess is the xattr of a file's POSIX access ACL.
+const xattrACLAccess = "system.posix_acl_access"
+
+// aclEntry is one entry of a POSIX ACL in its xattr form.
+type aclEntry struct {
+	tag, perm uint16
+	id        uint32
+}
+
+// POSIX ACL entry tags, in the order an ACL lists them.
+const (
+	aclUserObj  = 0x01
+	aclUser     = 0x02
+	aclGroupObj = 0x04
+	aclMask     = 0x10
+	aclOther    = 0x20
+	aclNoID     = 0xffffffff
+)
+
+// aclXattr encodes entries as the value of system.posix_acl_access.
+func aclXattr(entries ...aclEntry) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, 2) // POSIX_ACL_XATTR_VERSION
+	for _, e := range entries {
+		b = binary.LittleEndian.AppendUint16(b, e.tag)
+		b = binary.LittleEndian.AppendUint16(b, e.perm)
+		b = binary.LittleEndian.AppendUint32(b, e.id)
+	}
+	return b
+}
+
+// lgetxattr returns the value of attr of p, nil when p has none.
+func lgetxattr(t *testing.T, p, attr string) []byte {
+	t.Helper()
+	buf := make([]byte, 4096)
+	n, err := unix.Lgetxattr(p, attr, buf)
+	if errors.Is(err, unix.ENODATA) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("lgetxattr %s %s: %v", p, attr, err)
+	}
+	return buf[:n]
+}
+
+// TestKernelKeepsACLs: ls -l reads system.posix_acl_access of every file
+// it lists (coreutils 9.1), and without CAP_POSIX_ACL the kernel kept no
+// ACL: each listing of a directory of 50,000 files sent 50,000 GETXATTR
+// requests to the server. With it (Options) the kernel keeps each
+// inode's ACLs, absent ones too, so a second listing asks nothing; and
+// forgets them at each change through the mount: an ACL set, the mask a
+// chmod moves and a removal are read back at once, as the live file has
+// them.
+func TestKernelKeepsACLs(t *testing.T) {
+	testutil.RequireFUSE(t)
+	live := t.TempDir()
+	f, err := New(Config{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() }) // after the unmount, which Mount registers later
+	mnt, _ := testutil.Mount(t, f.Root(), Options())
+	const files = 200
+	dir := filepath.Join(mnt, "d")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range files {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ls -l: a listing, then each file's attributes and access ACL
+	ls := func() int64 {
+		t.Helper()
+		ents, err := os.ReadDir(dir)
+		if err != nil || len(ents) != files {
+			t.Fatalf("readdir: %d entries, %v", len(ents), err)
+		}
+		before := f.xattrAsks.Load()
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			if _, err := os.Lstat(p); err != nil {
+				t.Fatal(err)
+			}
+			if acl := lgetxattr(t, p, xattrACLAccess); acl != nil {
+				t.Fatalf("%s has an ACL: %x", p, acl)
+			}
+		}
+		return f.xattrAsks.Load() - before
+	}
+	ls() // the kernel reads each file's ACL once
+	if asks := ls(); asks != 0 {
+		t.Fatalf("a second ls -l of %d files asked the server %d times for their ACLs; the kernel keeps them", files, asks)
+	}
+
+	p := filepath.Join(dir, "0")
+	lp := filepath.Join(live, "d", "0")
+	acl := aclXattr(aclEntry{aclUserObj, 6, aclNoID}, aclEntry{aclUser, 4, 65534},
+		aclEntry{aclGroupObj, 4, aclNoID}, aclEntry{aclMask, 6, aclNoID}, aclEntry{aclOther, 4, aclNoID})
+	if err := unix.Lsetxattr(p, xattrACLAccess, acl, 0); errors.Is(err, unix.EOPNOTSUPP) {
+		testutil.SkipOrFail(t, "the live directory's file system has no POSIX ACLs")
+	} else if err != nil {
+		t.Fatalf("set an ACL through the mount: %v", err)
+	}
+	seen := func(what string) []byte {
+		t.Helper()
+		got, want := lgetxattr(t, p, xattrACLAccess), lgetxattr(t, lp, xattrACLAccess)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: the mount shows the ACL %x, the live file has %x", what, got, want)
+		}
+		return got
+	}
+	if got := seen("after setxattr"); got == nil {
+		t.Fatal("the live file has no ACL after setxattr")
+	}
+	if got := modeOf(t, p); got != 0o664 {
+		t.Errorf("mode with the mask rw-: %v, want 0664", got)
+	}
+	if err := syscall.Chmod(p, 0o640); err != nil { // sets the mask to r--
+		t.Fatal(err)
+	}
+	if got := seen("after chmod 0640"); bytes.Equal(got, acl) {
+		t.Errorf("chmod 0640 left the ACL's mask rw-: %x", got)
+	}
+	if err := unix.Lremovexattr(p, xattrACLAccess); err != nil {
+		t.Fatal(err)
+	}
+	if got := seen("after removexattr"); got != nil {
+		t.Errorf("the ACL removed through the mount is still there: %x", got)
+	}
+}
