@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -143,5 +144,73 @@ func TestKernelKeepsACLs(t *testing.T) {
 	}
 	if got := seen("after removexattr"); got != nil {
 		t.Errorf("the ACL removed through the mount is still there: %x", got)
+	}
+}
+
+// TestLsAsksOnce: ls -l (coreutils 9.1) asks every file it lists for
+// its SELinux label and its access ACL. The kernel keeps ACLs (see
+// TestKernelKeepsACLs) but no label: every listing of a directory of
+// 50,000 files sent 50,000 GETXATTR security.selinux. On a host without
+// SELinux an absent label is EOPNOTSUPP (absentXattr), after which ls
+// asks no other file of the device: a listing asks the server once. A
+// label a file has is read back as set; the history view (and the
+// snapshot views, through the same absentXattr) answer absent labels
+// alike.
+func TestLsAsksOnce(t *testing.T) {
+	testutil.RequireFUSE(t)
+	if selinuxOn() {
+		t.Skip("SELinux answers labels itself: the server is not asked")
+	}
+	ls, err := exec.LookPath("ls")
+	if err != nil {
+		testutil.SkipOrFail(t, "no ls")
+	}
+	live := t.TempDir()
+	f, err := New(Config{LiveDir: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() }) // after the unmount, which Mount registers later
+	mnt, _ := testutil.Mount(t, f.Root(), Options())
+	const files = 200
+	dir := filepath.Join(mnt, "d")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range files {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lsl := func() int64 {
+		t.Helper()
+		before := f.xattrAsks.Load()
+		out, err := exec.Command(ls, "-l", dir).CombinedOutput()
+		if err != nil || bytes.Count(out, []byte("\n")) != files+1 {
+			t.Fatalf("ls -l: %v\n%s", err, out)
+		}
+		return f.xattrAsks.Load() - before
+	}
+	lsl() // the kernel reads each file's ACL once
+	if asks := lsl(); asks > 1 {
+		t.Fatalf("a second ls -l of %d files asked the server %d times for xattrs, want at most 1 (the first label)", files, asks)
+	}
+
+	p := filepath.Join(dir, "0")
+	if _, err := unix.Lgetxattr(p, xattrSELinux, make([]byte, 256)); !errors.Is(err, unix.EOPNOTSUPP) {
+		t.Fatalf("the label of a file without one: %v, want EOPNOTSUPP", err)
+	}
+	if _, err := unix.Lgetxattr(p, "user.none", make([]byte, 256)); !errors.Is(err, unix.ENODATA) {
+		t.Fatalf("another absent xattr: %v, want ENODATA", err)
+	}
+	if _, err := unix.Lgetxattr(filepath.Join(mnt, HistoryName), xattrSELinux, make([]byte, 256)); !errors.Is(err, unix.EOPNOTSUPP) {
+		t.Fatalf("the label of .history: %v, want EOPNOTSUPP", err)
+	}
+	label := []byte("system_u:object_r:user_home_t:s0\x00")
+	if err := unix.Lsetxattr(p, xattrSELinux, label, 0); err != nil {
+		t.Fatalf("set a label through the mount: %v", err)
+	}
+	if got := lgetxattr(t, p, xattrSELinux); !bytes.Equal(got, label) {
+		t.Fatalf("the label set through the mount reads %q, want %q", got, label)
 	}
 }

@@ -57,7 +57,7 @@ func (histReadOnly) Removexattr(ctx context.Context, attr string) syscall.Errno 
 }
 
 func (histReadOnly) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	return 0, syscall.ENODATA
+	return 0, absentXattr(attr)
 }
 
 func (histReadOnly) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {

@@ -1,7 +1,10 @@
 package fs
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"sync"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -109,13 +112,54 @@ func (n *Node) truncatedByPath(old, size int64) (assigned bool) {
 // the live path and a getxattr. A file is known to have none from its
 // exclusive creation (Create with O_EXCL) until a Setxattr of it: a live
 // file gains attributes only through Setxattr.
+//
+// An absent SELinux label is answered as absentXattr says.
 func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
 	n.fsys.xattrAsks.Add(1)
 	if isOurXattr(attr) || attr == xattrCapability && n.noCap.Load() {
 		return 0, syscall.ENODATA
 	}
-	return n.LoopbackNode.Getxattr(ctx, attr, dest)
+	sz, errno := n.LoopbackNode.Getxattr(ctx, attr, dest)
+	if errno == syscall.ENODATA {
+		errno = absentXattr(attr)
+	}
+	return sz, errno
 }
+
+// xattrSELinux is the attribute holding a file's SELinux label.
+const xattrSELinux = "security.selinux"
+
+// absentXattr is the answer for an attribute attr a node has not:
+// ENODATA, but EOPNOTSUPP for an SELinux label on a host without
+// SELinux. ls -l (coreutils 9.1, through libselinux's lgetfilecon) asks
+// every file it lists for its label, and no kernel cache keeps the
+// answer (the kernel keeps ACLs, see Options; with SELinux on, SELinux
+// answers labels itself and these requests never come): ls -l of a
+// directory of 50,000 files sent 50,000 GETXATTR round trips at every
+// listing. ls takes EOPNOTSUPP for "this file system has no labels" and
+// stops asking for the rest of the device, as it does on file systems
+// without a security xattr handler (NFS without labels). A label a live
+// file has is answered as ever (set through the mount, or kept from
+// elsewhere), and setting one still works.
+func absentXattr(attr string) syscall.Errno {
+	if attr == xattrSELinux && !selinuxOn() {
+		return syscall.EOPNOTSUPP
+	}
+	return syscall.ENODATA
+}
+
+// selinuxOn reports whether the host runs SELinux: its file system is
+// mounted, or the kernel lists it among its active security modules.
+// With SELinux on, the kernel may read a FUSE file's label from the
+// server to label its inode (fs_use_xattr), and EOPNOTSUPP there would
+// fail that: absent labels stay ENODATA.
+var selinuxOn = sync.OnceValue(func() bool {
+	if _, err := os.Stat("/sys/fs/selinux"); err == nil {
+		return true
+	}
+	lsm, _ := os.ReadFile("/sys/kernel/security/lsm")
+	return bytes.Contains(lsm, []byte("selinux"))
+})
 
 // xattrCapability is the attribute holding a file's capabilities.
 const xattrCapability = "security.capability"

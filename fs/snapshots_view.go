@@ -134,7 +134,7 @@ func (n *viewNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint
 			return uint32(copy(dest, x.Value)), 0
 		}
 	}
-	return 0, syscall.ENODATA
+	return 0, absentXattr(attr)
 }
 
 func (n *viewNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
