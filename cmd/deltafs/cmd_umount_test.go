@@ -113,10 +113,13 @@ func TestUmountDeadMount(t *testing.T) {
 }
 
 // TestUmountNotConnected: umount of a mount whose process was killed
-// before anything looked at its mount point, which then answers ENOTCONN
+// right after a file was made in its root, which makes the kernel's
+// attributes of the root stale: its mount point then answers ENOTCONN
 // (as any dead mount does once the kernel's cached attributes expire),
 // named directly or through a symlink, detaches it, says so in one line
-// and exits 0.
+// and exits 0. (Killing it before anything looked at the mount point no
+// longer leaves it so: the kernel's permission checks, on every mount,
+// fetched the root's attributes at the first path walk through it.)
 func TestUmountNotConnected(t *testing.T) {
 	for _, viaLink := range []bool{false, true} {
 		store, mnt := newMountDirs(t)
@@ -126,6 +129,9 @@ func TestUmountNotConnected(t *testing.T) {
 				syscall.Unmount(mnt, syscall.MNT_DETACH)
 			}
 		})
+		if err := os.WriteFile(filepath.Join(mnt, "new"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		if err := p.Cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
