@@ -1,0 +1,804 @@
+// Package crashfs is a FUSE file system that simulates a power cut: it
+// keeps, beside the current state of every file and directory, the state
+// a disk would still hold if the power went out now, and writes that
+// durable state out as a real directory tree after a Crash.
+//
+// The kernel here has no device-mapper (dm-flakey, dm-log-writes), nbd
+// or ublk, so a power cut cannot be simulated at the block level; a FUSE
+// file system sees every write, fsync and directory fsync instead, which
+// is what a power-cut model needs.
+//
+// # Model
+//
+// Strict (the default) is POSIX taken at its word:
+//
+//   - a regular file's content, size, mode and extended attributes become
+//     durable at an fsync or fdatasync of the file (an msync reaches FUSE
+//     as writes of the dirty pages followed by an FSYNC; a shared
+//     mapping's writeback reaches it as WRITE, durable only at the next
+//     fsync). Both take everything: the model does not tell fdatasync's
+//     "data and size" from fsync's "and the rest", and it does not tear
+//     writes: a write is all there or not at all (its last fsync's);
+//   - a directory's entries (a create, mkdir, link, unlink, rmdir, or
+//     either side of a rename) become durable only at an fsync of that
+//     directory (FSYNCDIR). A file fsynced in a directory never fsynced
+//     since its creation is gone after a crash; a rename whose two
+//     directories were not fsynced reverts; a rename between two
+//     directories of which only one was fsynced leaves the file under
+//     both names or neither (each directory is durable on its own);
+//   - a file never fsynced but named by a durable entry is empty (with the
+//     mode it was created with): the worst a journaling file system with
+//     delayed allocation leaves;
+//   - a new directory starts durable and empty; its name is durable at
+//     its parent's fsync.
+//
+// Ext4Like is a laxer model of ext4 (data=ordered): its journal commits
+// every metadata change so far at once, so an fsync of any file or
+// directory makes every directory's entries durable, besides the fsynced
+// file's data. A store that is safe under Strict is safe under Ext4Like;
+// a store that forgets a directory fsync usually passes Ext4Like and
+// fails Strict, which is the point of Strict.
+//
+// Crash freezes the durable state (a power cut at that instant) and makes
+// every later change fail with EIO, so the process under test cannot
+// acknowledge anything after the cut without the test seeing that it was
+// not durable. Reads keep working, from the state the process saw:
+// the store maps files (badger's tables and log), and a page fault on a
+// FUSE connection that fails would be a SIGBUS that kills the test
+// binary; aborting the connection is therefore not what Crash does.
+// Materialize then writes the durable state into a real directory, where
+// the store is opened again as after a reboot.
+//
+// Supported: regular files and directories, pread/pwrite, O_APPEND (the
+// kernel passes the offset), truncate, fallocate (mode 0, KEEP_SIZE,
+// PUNCH_HOLE|KEEP_SIZE, ZERO_RANGE), shared mmap (the kernel's page cache:
+// no direct_io), flock and fcntl locks (kept by the kernel: the mount does
+// not take them over), O_DIRECT (unless Options.RefuseDirectIO, which
+// refuses such opens with EINVAL as some file systems do), extended
+// attributes, rename (with RENAME_NOREPLACE and RENAME_EXCHANGE), hard
+// links, statfs (a large free space). Not supported: symlinks, device
+// nodes, times (they are reported, not kept durable).
+//
+// Current state is kept in memory, in pages of 64 KiB, so that an fsync
+// copies only the pages written since the last one.
+package crashfs
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// Model is when directory entries become durable.
+type Model int
+
+const (
+	// Strict: a directory's entries at an fsync of that directory.
+	Strict Model = iota
+	// Ext4Like: every directory's entries at any fsync.
+	Ext4Like
+)
+
+// Options configure Mount.
+type Options struct {
+	Model Model
+	// RefuseDirectIO fails opens with O_DIRECT (EINVAL), as a file system
+	// without direct I/O does.
+	RefuseDirectIO bool
+	// Debug logs every FUSE request.
+	Debug bool
+}
+
+const pageSize = 64 << 10
+
+type page = []byte
+
+// obj is one inode: a regular file or a directory.
+type obj struct {
+	ino   uint64
+	dir   bool
+	mode  uint32 // permission bits
+	nlink int    // current names
+	mtime time.Time
+
+	// regular file, current
+	size  int64
+	pages []page // nil page: zeros
+	dirty map[int]bool
+	cut   int // pages from here on were truncated away since the last sync; -1 none
+	xattr map[string][]byte
+
+	// regular file, durable
+	dsize  int64
+	dpages []page
+	dmode  uint32
+	dxattr map[string][]byte
+
+	// directory
+	ents  map[string]*obj
+	dents map[string]*obj
+}
+
+// Stats count what the file system was asked to do.
+type Stats struct {
+	Fsyncs, DirFsyncs, Writes, Renames int
+}
+
+// fsys is the file system, served in a child process (see serve.go).
+type fsys struct {
+	dir    string
+	server *fuse.Server
+	opt    Options
+
+	mu      sync.Mutex
+	crashed bool
+	nextIno uint64
+	root    *obj
+	dirs    map[*obj]bool // every directory ever made (Ext4Like syncs them all)
+	stats   Stats
+}
+
+// New returns an unmounted file system (see Mount); its root directory
+// is durable and empty.
+func newFS(opt Options) *fsys {
+	f := &fsys{opt: opt, nextIno: 2, dirs: map[*obj]bool{}}
+	f.root = f.newDir(0o755)
+	f.root.ino = 1
+	f.root.nlink = 1
+	return f
+}
+
+func (f *fsys) newDir(mode uint32) *obj {
+	o := &obj{ino: f.nextIno, dir: true, mode: mode & 0o7777, ents: map[string]*obj{}, dents: map[string]*obj{}, mtime: time.Now()}
+	f.nextIno++
+	f.dirs[o] = true
+	return o
+}
+
+func (f *fsys) newFile(mode uint32) *obj {
+	o := &obj{ino: f.nextIno, mode: mode & 0o7777, dmode: mode & 0o7777, dirty: map[int]bool{}, cut: -1, mtime: time.Now()}
+	f.nextIno++
+	return o
+}
+
+// Materialize writes the durable state into dir (which must exist and be
+// empty) as a real directory tree: what a reboot after Crash would show.
+// It may be called without Crash too (the durable state of a live file
+// system).
+func (f *fsys) materializeAll(dir string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	written := map[*obj]string{}
+	return f.materialize(f.root, dir, written, map[*obj]bool{f.root: true})
+}
+
+func (f *fsys) materialize(d *obj, path string, written map[*obj]string, onPath map[*obj]bool) error {
+	names := make([]string, 0, len(d.dents))
+	for name := range d.dents {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		o, p := d.dents[name], filepath.Join(path, name)
+		if o.dir {
+			if onPath[o] || written[o] != "" {
+				// A directory durable under two names (a rename
+				// between directories, each fsynced at a different
+				// time) is written once; a loop is cut.
+				continue
+			}
+			if err := os.Mkdir(p, os.FileMode(o.mode&0o777)|0o700); err != nil {
+				return err
+			}
+			written[o] = p
+			onPath[o] = true
+			if err := f.materialize(o, p, written, onPath); err != nil {
+				return err
+			}
+			delete(onPath, o)
+			if err := os.Chmod(p, os.FileMode(o.mode&0o777)); err != nil {
+				return err
+			}
+			continue
+		}
+		if first, ok := written[o]; ok {
+			if err := os.Link(first, p); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := writeDurable(o, p); err != nil {
+			return err
+		}
+		written[o] = p
+	}
+	return nil
+}
+
+func writeDurable(o *obj, p string) error {
+	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	for i, pg := range o.dpages {
+		if pg == nil {
+			continue
+		}
+		n := min(int64(len(pg)), o.dsize-int64(i)*pageSize)
+		if n <= 0 {
+			break
+		}
+		if _, err := out.WriteAt(pg[:n], int64(i)*pageSize); err != nil {
+			out.Close()
+			return err
+		}
+	}
+	err = out.Truncate(o.dsize)
+	for name, v := range o.dxattr {
+		if err == nil {
+			err = unix.Fsetxattr(int(out.Fd()), name, v, 0)
+		}
+	}
+	if err == nil {
+		err = out.Chmod(os.FileMode(o.dmode & 0o777))
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncFile makes o's current content durable.
+func (f *fsys) syncFile(o *obj) {
+	f.stats.Fsyncs++
+	n := len(o.pages)
+	old := o.dpages
+	d := make([]page, n)
+	for i := range n {
+		switch {
+		case o.dirty[i] || i >= len(old) || o.cut >= 0 && i >= o.cut:
+			if o.pages[i] != nil {
+				d[i] = slices.Clone(o.pages[i])
+			}
+		default:
+			d[i] = old[i]
+		}
+	}
+	o.dpages, o.dsize, o.dmode = d, o.size, o.mode
+	o.dxattr = cloneXattr(o.xattr)
+	clear(o.dirty)
+	o.cut = -1
+}
+
+// syncDir makes d's current entries durable.
+func (f *fsys) syncDir(d *obj) {
+	d.dents = maps(d.ents)
+}
+
+func maps(m map[string]*obj) map[string]*obj {
+	c := make(map[string]*obj, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func cloneXattr(m map[string][]byte) map[string][]byte {
+	if len(m) == 0 {
+		return nil
+	}
+	c := make(map[string][]byte, len(m))
+	for k, v := range m {
+		c[k] = slices.Clone(v)
+	}
+	return c
+}
+
+// writeAt writes data at off into o's current content.
+func (o *obj) writeAt(data []byte, off int64) {
+	end := off + int64(len(data))
+	if end > o.size {
+		o.resize(end)
+	}
+	for len(data) > 0 {
+		i := int(off / pageSize)
+		in := int(off % pageSize)
+		if o.pages[i] == nil {
+			o.pages[i] = make([]byte, pageSize)
+		}
+		k := copy(o.pages[i][in:], data)
+		o.dirty[i] = true
+		data, off = data[k:], off+int64(k)
+	}
+}
+
+// zero zeroes [off, off+n) within the current size.
+func (o *obj) zero(off, n int64) {
+	end := min(off+n, o.size)
+	for off < end {
+		i := int(off / pageSize)
+		in := off % pageSize
+		k := min(pageSize-in, end-off)
+		if o.pages[i] != nil {
+			clear(o.pages[i][in : in+k])
+			o.dirty[i] = true
+		}
+		off += k
+	}
+}
+
+// resize sets the size, zeroing what a shrink cuts off.
+func (o *obj) resize(size int64) {
+	n := int((size + pageSize - 1) / pageSize)
+	if size < o.size {
+		// zero the tail of the last page kept, drop the rest
+		if in := size % pageSize; in != 0 && o.pages[n-1] != nil {
+			clear(o.pages[n-1][in:])
+			o.dirty[n-1] = true
+		}
+		for i := n; i < len(o.pages); i++ {
+			o.pages[i] = nil
+		}
+		if o.cut < 0 || n < o.cut {
+			o.cut = n
+		}
+	}
+	if n <= len(o.pages) {
+		o.pages = o.pages[:n]
+	} else {
+		o.pages = append(o.pages, make([]page, n-len(o.pages))...)
+	}
+	o.size = size
+	o.mtime = time.Now()
+}
+
+func (o *obj) readAt(dest []byte, off int64) int {
+	if off >= o.size {
+		return 0
+	}
+	n := int(min(int64(len(dest)), o.size-off))
+	dest = dest[:n]
+	for len(dest) > 0 {
+		i := int(off / pageSize)
+		in := int(off % pageSize)
+		var k int
+		if o.pages[i] == nil {
+			k = min(len(dest), pageSize-in)
+			clear(dest[:k])
+		} else {
+			k = copy(dest, o.pages[i][in:])
+		}
+		dest, off = dest[k:], off+int64(k)
+	}
+	return n
+}
+
+func (o *obj) fillAttr(out *fuse.Attr) {
+	out.Ino = o.ino
+	if o.dir {
+		out.Mode = syscall.S_IFDIR | o.mode
+		out.Nlink = uint32(2)
+		out.Size = 4096
+	} else {
+		out.Mode = syscall.S_IFREG | o.mode
+		out.Nlink = uint32(max(o.nlink, 0))
+		out.Size = uint64(o.size)
+		out.Blocks = (uint64(o.size) + 511) / 512
+	}
+	out.Blksize = 4096
+	out.SetTimes(nil, &o.mtime, &o.mtime)
+}
+
+// node is the go-fuse inode of an obj.
+type node struct {
+	fs.Inode
+	fs *fsys
+	o  *obj
+}
+
+var (
+	_ fs.NodeGetattrer     = (*node)(nil)
+	_ fs.NodeSetattrer     = (*node)(nil)
+	_ fs.NodeLookuper      = (*node)(nil)
+	_ fs.NodeReaddirer     = (*node)(nil)
+	_ fs.NodeCreater       = (*node)(nil)
+	_ fs.NodeMkdirer       = (*node)(nil)
+	_ fs.NodeUnlinker      = (*node)(nil)
+	_ fs.NodeRmdirer       = (*node)(nil)
+	_ fs.NodeRenamer       = (*node)(nil)
+	_ fs.NodeLinker        = (*node)(nil)
+	_ fs.NodeOpener        = (*node)(nil)
+	_ fs.NodeReader        = (*node)(nil)
+	_ fs.NodeWriter        = (*node)(nil)
+	_ fs.NodeFsyncer       = (*node)(nil)
+	_ fs.NodeAllocater     = (*node)(nil)
+	_ fs.NodeGetxattrer    = (*node)(nil)
+	_ fs.NodeSetxattrer    = (*node)(nil)
+	_ fs.NodeListxattrer   = (*node)(nil)
+	_ fs.NodeRemovexattrer = (*node)(nil)
+	_ fs.NodeStatfser      = (*node)(nil)
+)
+
+// lock takes the file system's lock for a change: EIO after a crash.
+func (n *node) lock() syscall.Errno {
+	n.fs.mu.Lock()
+	if n.fs.crashed {
+		n.fs.mu.Unlock()
+		return syscall.EIO
+	}
+	return 0
+}
+
+func (n *node) unlock() { n.fs.mu.Unlock() }
+
+func (n *node) child(ctx context.Context, o *obj, out *fuse.EntryOut) *fs.Inode {
+	o.fillAttr(&out.Attr)
+	mode := uint32(syscall.S_IFREG)
+	if o.dir {
+		mode = syscall.S_IFDIR
+	}
+	return n.NewInode(ctx, &node{fs: n.fs, o: o}, fs.StableAttr{Mode: mode, Ino: o.ino})
+}
+
+func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.fs.mu.Lock()
+	defer n.fs.mu.Unlock()
+	n.o.fillAttr(&out.Attr)
+	return 0
+}
+
+func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if e := n.lock(); e != 0 {
+		return e
+	}
+	defer n.unlock()
+	if sz, ok := in.GetSize(); ok {
+		if n.o.dir {
+			return syscall.EISDIR
+		}
+		n.o.resize(int64(sz))
+	}
+	if m, ok := in.GetMode(); ok {
+		n.o.mode = m & 0o7777
+	}
+	if t, ok := in.GetMTime(); ok {
+		n.o.mtime = t
+	}
+	n.o.fillAttr(&out.Attr)
+	return 0
+}
+
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	n.fs.mu.Lock()
+	defer n.fs.mu.Unlock()
+	o, ok := n.o.ents[name]
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	return n.child(ctx, o, out), 0
+}
+
+func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	n.fs.mu.Lock()
+	defer n.fs.mu.Unlock()
+	var es []fuse.DirEntry
+	for name, o := range n.o.ents {
+		mode := uint32(syscall.S_IFREG)
+		if o.dir {
+			mode = syscall.S_IFDIR
+		}
+		es = append(es, fuse.DirEntry{Name: name, Mode: mode, Ino: o.ino})
+	}
+	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
+	return fs.NewListDirStream(es), 0
+}
+
+func (n *node) openFlags(flags uint32) syscall.Errno {
+	if n.fs.opt.RefuseDirectIO && flags&syscall.O_DIRECT != 0 {
+		return syscall.EINVAL
+	}
+	return 0
+}
+
+func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	if e := n.openFlags(flags); e != 0 {
+		return nil, nil, 0, e
+	}
+	if e := n.lock(); e != 0 {
+		return nil, nil, 0, e
+	}
+	defer n.unlock()
+	if o, ok := n.o.ents[name]; ok {
+		if flags&syscall.O_EXCL != 0 {
+			return nil, nil, 0, syscall.EEXIST
+		}
+		if o.dir {
+			return nil, nil, 0, syscall.EISDIR
+		}
+		if flags&syscall.O_TRUNC != 0 {
+			o.resize(0)
+		}
+		return n.child(ctx, o, out), nil, 0, 0
+	}
+	o := n.fs.newFile(mode)
+	o.nlink = 1
+	n.o.ents[name] = o
+	n.o.mtime = time.Now()
+	return n.child(ctx, o, out), nil, 0, 0
+}
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if e := n.lock(); e != 0 {
+		return nil, e
+	}
+	defer n.unlock()
+	if _, ok := n.o.ents[name]; ok {
+		return nil, syscall.EEXIST
+	}
+	o := n.fs.newDir(mode)
+	o.nlink = 1
+	n.o.ents[name] = o
+	return n.child(ctx, o, out), 0
+}
+
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	if e := n.lock(); e != 0 {
+		return e
+	}
+	defer n.unlock()
+	o, ok := n.o.ents[name]
+	if !ok {
+		return syscall.ENOENT
+	}
+	if o.dir {
+		return syscall.EISDIR
+	}
+	delete(n.o.ents, name)
+	o.nlink--
+	return 0
+}
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if e := n.lock(); e != 0 {
+		return e
+	}
+	defer n.unlock()
+	o, ok := n.o.ents[name]
+	if !ok {
+		return syscall.ENOENT
+	}
+	if !o.dir {
+		return syscall.ENOTDIR
+	}
+	if len(o.ents) > 0 {
+		return syscall.ENOTEMPTY
+	}
+	delete(n.o.ents, name)
+	o.nlink--
+	return 0
+}
+
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if e := n.lock(); e != 0 {
+		return e
+	}
+	defer n.unlock()
+	n.fs.stats.Renames++
+	to := newParent.(*node).o
+	o, ok := n.o.ents[name]
+	if !ok {
+		return syscall.ENOENT
+	}
+	old, exists := to.ents[newName]
+	switch {
+	case flags&unix.RENAME_EXCHANGE != 0:
+		if !exists {
+			return syscall.ENOENT
+		}
+		n.o.ents[name], to.ents[newName] = old, o
+		return 0
+	case flags&unix.RENAME_NOREPLACE != 0 && exists:
+		return syscall.EEXIST
+	case flags&^uint32(unix.RENAME_NOREPLACE) != 0:
+		return syscall.EINVAL
+	}
+	if exists {
+		if old == o {
+			return 0
+		}
+		switch {
+		case old.dir && !o.dir:
+			return syscall.EISDIR
+		case !old.dir && o.dir:
+			return syscall.ENOTDIR
+		case old.dir && len(old.ents) > 0:
+			return syscall.ENOTEMPTY
+		}
+		old.nlink--
+	}
+	delete(n.o.ents, name)
+	to.ents[newName] = o
+	return 0
+}
+
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if e := n.lock(); e != 0 {
+		return nil, e
+	}
+	defer n.unlock()
+	o := target.(*node).o
+	if o.dir {
+		return nil, syscall.EPERM
+	}
+	if _, ok := n.o.ents[name]; ok {
+		return nil, syscall.EEXIST
+	}
+	n.o.ents[name] = o
+	o.nlink++
+	return n.child(ctx, o, out), 0
+}
+
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if e := n.openFlags(flags); e != 0 {
+		return nil, 0, e
+	}
+	if flags&syscall.O_TRUNC != 0 {
+		if e := n.lock(); e != 0 {
+			return nil, 0, e
+		}
+		defer n.unlock()
+		n.o.resize(0)
+	}
+	return nil, 0, 0
+}
+
+func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n.fs.mu.Lock()
+	defer n.fs.mu.Unlock()
+	k := n.o.readAt(dest, off)
+	return fuse.ReadResultData(dest[:k]), 0
+}
+
+func (n *node) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	if e := n.lock(); e != 0 {
+		return 0, e
+	}
+	defer n.unlock()
+	n.fs.stats.Writes++
+	n.o.writeAt(data, off)
+	n.o.mtime = time.Now()
+	return uint32(len(data)), 0
+}
+
+// Fsync is a file's fsync or fdatasync, and a directory's (go-fuse
+// sends FSYNCDIR here).
+func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+	if e := n.lock(); e != 0 {
+		return e
+	}
+	defer n.unlock()
+	if n.o.dir {
+		n.fs.stats.DirFsyncs++
+		n.fs.syncDir(n.o)
+	} else {
+		n.fs.syncFile(n.o)
+	}
+	if n.fs.opt.Model == Ext4Like {
+		for d := range n.fs.dirs {
+			n.fs.syncDir(d)
+		}
+	}
+	return 0
+}
+
+func (n *node) Allocate(ctx context.Context, fh fs.FileHandle, off, size uint64, mode uint32) syscall.Errno {
+	if e := n.lock(); e != 0 {
+		return e
+	}
+	defer n.unlock()
+	if n.o.dir {
+		return syscall.EISDIR
+	}
+	end := int64(off + size)
+	switch mode {
+	case 0:
+		if end > n.o.size {
+			n.o.resize(end)
+		}
+	case unix.FALLOC_FL_KEEP_SIZE:
+		// blocks are not modelled
+	case unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE:
+		n.o.zero(int64(off), int64(size))
+	case unix.FALLOC_FL_ZERO_RANGE:
+		n.o.zero(int64(off), int64(size))
+		if end > n.o.size {
+			n.o.resize(end)
+		}
+	default:
+		return syscall.EOPNOTSUPP
+	}
+	return 0
+}
+
+func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	n.fs.mu.Lock()
+	defer n.fs.mu.Unlock()
+	v, ok := n.o.xattr[attr]
+	if !ok {
+		return 0, syscall.ENODATA
+	}
+	if len(dest) < len(v) {
+		return uint32(len(v)), syscall.ERANGE
+	}
+	return uint32(copy(dest, v)), 0
+}
+
+func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	if e := n.lock(); e != 0 {
+		return e
+	}
+	defer n.unlock()
+	if n.o.dir {
+		return syscall.EOPNOTSUPP // directories' attributes are not modelled
+	}
+	_, ok := n.o.xattr[attr]
+	switch {
+	case flags&unix.XATTR_CREATE != 0 && ok:
+		return syscall.EEXIST
+	case flags&unix.XATTR_REPLACE != 0 && !ok:
+		return syscall.ENODATA
+	}
+	if n.o.xattr == nil {
+		n.o.xattr = map[string][]byte{}
+	}
+	n.o.xattr[attr] = slices.Clone(data)
+	return 0
+}
+
+func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	if e := n.lock(); e != 0 {
+		return e
+	}
+	defer n.unlock()
+	if _, ok := n.o.xattr[attr]; !ok {
+		return syscall.ENODATA
+	}
+	delete(n.o.xattr, attr)
+	return 0
+}
+
+func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	n.fs.mu.Lock()
+	defer n.fs.mu.Unlock()
+	var b []byte
+	names := make([]string, 0, len(n.o.xattr))
+	for k := range n.o.xattr {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		b = append(append(b, k...), 0)
+	}
+	if len(dest) < len(b) {
+		return uint32(len(b)), syscall.ERANGE
+	}
+	return uint32(copy(dest, b)), 0
+}
+
+// Statfs reports 64 GiB free, so that a store's free-space checks pass.
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	const blocks = 16 << 20 // of 4 KiB
+	out.Blocks, out.Bfree, out.Bavail = blocks, blocks, blocks
+	out.Files, out.Ffree = 1<<20, 1<<20
+	out.Bsize, out.Frsize, out.NameLen = 4096, 4096, 255
+	return 0
+}
