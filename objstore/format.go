@@ -200,7 +200,7 @@ func bareErr(err error) error {
 func prepareCreate(dir string) error {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return os.MkdirAll(dir, 0o700) // private: see openLocked
+		return mkdirAllSync(dir, 0o700) // private: see openLocked
 	}
 	if errors.Is(err, syscall.ENOTDIR) {
 		return notDir(dir)
@@ -210,6 +210,31 @@ func prepareCreate(dir string) error {
 	}
 	if len(ents) > 0 {
 		return fmt.Errorf("%s: %w (a directory that is not empty: no new store is made in it)", dir, ErrNotStore)
+	}
+	return nil
+}
+
+// mkdirAllSync is os.MkdirAll, durably: each directory it makes is
+// fsynced in its parent, so that a power cut after a store was created
+// (and acknowledged writes) does not take the store's directory away.
+func mkdirAllSync(dir string, perm os.FileMode) error {
+	dir = filepath.Clean(dir)
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if _, err := os.Stat(parent); errors.Is(err, os.ErrNotExist) {
+			if err := mkdirAllSync(parent, perm); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.Mkdir(dir, perm); err != nil {
+		if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
+			return nil // made meanwhile by someone else, who syncs it
+		}
+		return fmt.Errorf("objstore: %w", err)
+	}
+	if err := syncDir(parent); err != nil {
+		return fmt.Errorf("objstore: fsync %s: %w", parent, err)
 	}
 	return nil
 }

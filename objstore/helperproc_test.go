@@ -28,6 +28,8 @@ func TestHelperProcess(t *testing.T) {
 		err = helperPutLoop(dir, false)
 	case "put-loop-stream":
 		err = helperPutLoop(dir, true)
+	case "powercut":
+		err = helperPowerCut(dir)
 	default:
 		err = fmt.Errorf("unknown helper role %q", role)
 	}

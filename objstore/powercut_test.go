@@ -1,0 +1,291 @@
+package objstore
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/internal/testutil/crashfs"
+)
+
+// envPowerCutRounds sets TestPowerCut's number of rounds (default
+// powerCutRounds; -short runs powerCutShortRounds).
+const envPowerCutRounds = "DELTAFS_POWERCUT_ROUNDS"
+
+const (
+	powerCutRounds      = 12
+	powerCutShortRounds = 3
+)
+
+// TestPowerCut opens a new store on a crashfs mount (strict model: only
+// what was fsynced survives, a name only once its directory was fsynced),
+// runs writers and snapshots in goroutines, cuts the power at a random
+// moment, and opens the store again from what the disk held: it must
+// open, every acknowledged put and snapshot must be there with its
+// bytes, Verify must be clean, and a new put must work. Rounds are
+// deterministic in their seeds, not in their timing.
+func TestPowerCut(t *testing.T) {
+	rounds := powerCutRounds
+	if testing.Short() {
+		rounds = powerCutShortRounds
+	}
+	if s := os.Getenv(envPowerCutRounds); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", envPowerCutRounds, s, err)
+		}
+		rounds = n
+	}
+	start := time.Now()
+	total := 0
+	for round := range rounds {
+		total += powerCutRound(t, round)
+		if t.Failed() {
+			t.Fatalf("round %d failed", round)
+		}
+	}
+	if total < rounds {
+		t.Errorf("only %d acknowledged operations over %d rounds: the loop did not exercise much", total, rounds)
+	}
+	t.Logf("%d rounds, %d acknowledged operations, %v", rounds, total, time.Since(start))
+}
+
+// powerCutAcks are the operations the store acknowledged.
+type powerCutAcks struct {
+	mu    sync.Mutex
+	revs  []ack
+	snaps map[string]index.RevID // snapshot name -> the revision it holds
+}
+
+func (a *powerCutAcks) n() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.revs) + len(a.snaps)
+}
+
+// powerCutRound runs one round: the store is written by a helper
+// process, which the power cut kills (SIGKILL right after crashfs's
+// Crash): a process does not outlive a power cut, and a store left open
+// on a dead disk would keep retrying its writes (badger's flush) for
+// ever.
+func powerCutRound(t *testing.T, round int) int {
+	r := rand.New(rand.NewPCG(2026, uint64(round)))
+	fsys := crashfs.MountT(t, crashfs.Options{})
+	dir := filepath.Join(fsys.Dir(), "store")
+	// Small segments, so that rounds roll to new segment files.
+	t.Setenv(envPowerCutSegment, fmt.Sprint(16<<10+r.IntN(64<<10)))
+	cmd, _, out, first := startHelper(t, "powercut", dir)
+	if first != "ready" {
+		t.Fatalf("round %d: helper said %q", round, first)
+	}
+	acks := &powerCutAcks{snaps: map[string]index.RevID{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var f, rev, h uint64
+			var name string
+			if _, err := fmt.Sscanf(sc.Text(), "ok %d %d %d", &f, &rev, &h); err == nil {
+				acks.mu.Lock()
+				acks.revs = append(acks.revs, ack{id: index.RevID{File: index.FileID(f), Rev: index.Rev(rev)}, hash: h})
+				acks.mu.Unlock()
+			} else if _, err := fmt.Sscanf(sc.Text(), "snap %s %d %d", &name, &f, &rev); err == nil {
+				acks.mu.Lock()
+				acks.snaps[name] = index.RevID{File: index.FileID(f), Rev: index.Rev(rev)}
+				acks.mu.Unlock()
+			}
+			// else: a line torn by the kill
+		}
+	}()
+
+	// Cut the power after a random number of acknowledgements (0: at
+	// once, during the writers' first puts) plus a random wait.
+	want := r.IntN(12)
+	for deadline := time.Now().Add(20 * time.Second); acks.n() < want && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(time.Duration(r.IntN(20)) * time.Millisecond)
+	fsys.CrashT(t)
+	cmd.Process.Kill()
+	<-done
+	cmd.Wait()
+
+	img := fsys.MaterializeT(t)
+	checkPowerCut(t, round, filepath.Join(img, "store"), acks)
+	return acks.n()
+}
+
+// envPowerCutSegment is the helper's segment size.
+const envPowerCutSegment = "OBJSTORE_POWERCUT_SEGMENT"
+
+// helperPowerCut creates a store in dir, says "ready" and runs a writer
+// of each of crashFiles files and a snapshot taker until killed,
+// printing "ok FILE REV HASH" for each put and "snap NAME FILE REV" for
+// each snapshot once they return.
+func helperPowerCut(dir string) error {
+	seg, err := strconv.Atoi(os.Getenv(envPowerCutSegment))
+	if err != nil {
+		return err
+	}
+	s, err := Open(dir, Config{Create: true, SegmentSize: int64(seg)})
+	if err != nil {
+		return err
+	}
+	if ids, err := s.NewFiles([]string{"1", "2", "3"}); err != nil || len(ids) != crashFiles || ids[0] != 1 {
+		return fmt.Errorf("new files: %v, %v", ids, err)
+	}
+	var mu sync.Mutex // stdout's lines, and newest
+	var newest index.RevID
+	say := func(id index.RevID, format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Printf(format, args...)
+		if id.File != 0 {
+			newest = id
+		}
+	}
+	fmt.Println("ready")
+	errc := make(chan error, crashFiles+1)
+	for f := index.FileID(1); f <= crashFiles; f++ {
+		go func() { errc <- powerCutWriter(s, f, say) }()
+	}
+	go func() {
+		for i := 0; ; i++ {
+			time.Sleep(3 * time.Millisecond)
+			mu.Lock()
+			id := newest
+			mu.Unlock()
+			if id.File == 0 {
+				continue
+			}
+			if err := powerCutSnapshot(s, i, id); err != nil {
+				errc <- err
+				return
+			}
+			say(index.RevID{}, "snap s%d %d %d\n", i, id.File, id.Rev)
+		}
+	}()
+	return <-errc
+}
+
+// powerCutWriter puts revisions of file f until a put fails (the power
+// is cut).
+func powerCutWriter(s *Store, f index.FileID, say func(index.RevID, string, ...any)) error {
+	for rev := index.Rev(0); ; rev++ {
+		req := PutRequest{File: f, Data: crashContent(f, rev)}
+		if rev > 0 {
+			req.P1 = index.RevID{File: f, Rev: rev - 1}
+		}
+		if rev%7 == 6 {
+			req.P2 = index.RevID{File: f, Rev: rev - 3}
+		}
+		e, err := s.Put(context.Background(), req)
+		if err != nil {
+			return err
+		}
+		say(e.ID(), "ok %d %d %d\n", f, e.Rev, e.Hash)
+	}
+}
+
+// powerCutSnapshot takes snapshot s<i> of a tree holding revision id.
+func powerCutSnapshot(s *Store, i int, id index.RevID) error {
+	tr := &index.Tree{Entries: []index.TreeEntry{{Name: "f", Mode: 0o100644, Nlink: 1, Rev: id}}}
+	b, h, err := tr.Encode()
+	if err != nil {
+		return err
+	}
+	_, err = s.CreateSnapshot(context.Background(), SnapshotRequest{
+		Name:  fmt.Sprint("s", i),
+		Time:  time.Unix(int64(i), 0),
+		Root:  index.TreeEntry{Mode: 0o40755, Nlink: 2, Tree: h},
+		Trees: map[index.TreeHash][]byte{h: b},
+	})
+	return err
+}
+
+// checkPowerCut opens the store in the image of the disk after the cut
+// and checks what it acknowledged.
+func checkPowerCut(t *testing.T, round int, dir string, acks *powerCutAcks) {
+	t.Helper()
+	var logs bytes.Buffer
+	s, err := Open(dir, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("round %d: open after the power cut (%d puts, %d snapshots acknowledged): %v\n%s\nthe disk held:\n%s",
+			round, len(acks.revs), len(acks.snaps), err, logs.String(), listTree(filepath.Dir(dir)))
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for _, a := range acks.revs {
+		got, err := s.Get(ctx, a.id)
+		if err != nil {
+			t.Fatalf("round %d: acknowledged %v lost: %v", round, a.id, err)
+		}
+		if !bytes.Equal(got, crashContent(a.id.File, a.id.Rev)) || s.cfg.hash(got) != a.hash {
+			t.Fatalf("round %d: acknowledged %v reads back wrong", round, a.id)
+		}
+	}
+	for name, id := range acks.snaps {
+		sn, err := s.Snapshot(name)
+		if err != nil {
+			t.Fatalf("round %d: acknowledged snapshot %s lost: %v", round, name, err)
+		}
+		tr, err := s.Tree(sn.Root.Tree)
+		if err != nil || len(tr.Entries) != 1 || tr.Entries[0].Rev != id {
+			t.Fatalf("round %d: snapshot %s: tree %v, %v; want %v", round, name, tr, err, id)
+		}
+	}
+	// Every committed revision, acknowledged or not, holds its bytes.
+	for f := index.FileID(1); f <= crashFiles; f++ {
+		err := s.Revisions(ctx, f, func(e index.Entry) error {
+			got, err := s.Get(ctx, e.ID())
+			if err != nil || !bytes.Equal(got, crashContent(f, e.Rev)) {
+				return fmt.Errorf("%v: %v (bytes wrong: %v)", e.ID(), err, err == nil)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	verifyClean(t, s)
+	// The store takes new writes.
+	f, err := s.NewFile("after")
+	if err != nil {
+		t.Fatalf("round %d: new file after the power cut: %v", round, err)
+	}
+	if _, err := s.Put(ctx, PutRequest{File: f, Data: []byte("after the power cut\n")}); err != nil {
+		t.Fatalf("round %d: put after the power cut: %v", round, err)
+	}
+}
+
+// listTree lists the files under dir with their sizes, one a line.
+func listTree(dir string) string {
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", p, err)
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			fmt.Fprintf(&b, "  %s/\n", rel)
+		} else if fi, err := d.Info(); err == nil {
+			fmt.Fprintf(&b, "  %s %d\n", rel, fi.Size())
+		}
+		return nil
+	})
+	return b.String()
+}
