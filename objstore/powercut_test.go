@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -48,19 +49,44 @@ func TestPowerCut(t *testing.T) {
 		}
 		rounds = n
 	}
+	chain := 1
+	if s := os.Getenv(envPowerCutChain); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a count of rounds", envPowerCutChain, s)
+		}
+		chain = n
+	}
 	start := time.Now()
 	total := 0
+	var img string // the previous round's disk, or "": a new store
+	acks := &powerCutAcks{}
 	for round := range rounds {
-		total += powerCutRound(t, round)
+		if round%chain == 0 {
+			img, acks = "", &powerCutAcks{snaps: map[string]index.RevID{}}
+		}
+		before := acks.n()
+		img = powerCutRound(t, round, img, acks)
 		if t.Failed() {
 			t.Fatalf("round %d failed", round)
 		}
+		total += acks.n() - before
 	}
 	if total < rounds {
 		t.Errorf("only %d acknowledged operations over %d rounds: the loop did not exercise much", total, rounds)
 	}
 	t.Logf("%d rounds, %d acknowledged operations, %v", rounds, total, time.Since(start))
 }
+
+// envPowerCutChain sets how many rounds run on one store: each after
+// the first starts from the previous round's disk, so that the power is
+// cut during recovery too (a cut tail, a replayed log), and what earlier
+// rounds acknowledged must survive it. The default is 1 (a new store
+// every round): a chain finds a defect of badger's that the store does
+// not work around yet (README, Limitations: a power cut after badger
+// flushed a memtable can leave a MANIFEST that lists a table whose
+// directory entry was never fsynced).
+const envPowerCutChain = "DELTAFS_POWERCUT_CHAIN"
 
 // powerCutAcks are the operations the store acknowledged.
 type powerCutAcks struct {
@@ -80,17 +106,18 @@ func (a *powerCutAcks) n() int {
 // Crash): a process does not outlive a power cut, and a store left open
 // on a dead disk would keep retrying its writes (badger's flush) for
 // ever.
-func powerCutRound(t *testing.T, round int) int {
+func powerCutRound(t *testing.T, round int, from string, acks *powerCutAcks) string {
 	r := rand.New(rand.NewPCG(2026, uint64(round)))
-	fsys := crashfs.MountT(t, crashfs.Options{})
+	fsys := crashfs.MountT(t, crashfs.Options{From: from})
 	dir := filepath.Join(fsys.Dir(), "store")
 	// Small segments, so that rounds roll to new segment files.
 	t.Setenv(envPowerCutSegment, fmt.Sprint(16<<10+r.IntN(64<<10)))
+	t.Setenv(envPowerCutRound, fmt.Sprint(round))
 	cmd, _, out, first := startHelper(t, "powercut", dir)
 	if first != "ready" {
 		t.Fatalf("round %d: helper said %q", round, first)
 	}
-	acks := &powerCutAcks{snaps: map[string]index.RevID{}}
+	acked := acks.n()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -113,7 +140,7 @@ func powerCutRound(t *testing.T, round int) int {
 
 	// Cut the power after a random number of acknowledgements (0: at
 	// once, during the writers' first puts) plus a random wait.
-	want := r.IntN(12)
+	want := acked + r.IntN(12)
 	for deadline := time.Now().Add(20 * time.Second); acks.n() < want && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
@@ -124,17 +151,26 @@ func powerCutRound(t *testing.T, round int) int {
 	cmd.Wait()
 
 	img := fsys.MaterializeT(t)
+	// The next round starts from the disk as the power cut left it, not
+	// as the check leaves it.
+	next := t.TempDir()
+	if err := os.CopyFS(next, os.DirFS(img)); err != nil {
+		t.Fatal(err)
+	}
 	checkPowerCut(t, round, filepath.Join(img, "store"), acks)
-	return acks.n()
+	return next
 }
 
-// envPowerCutSegment is the helper's segment size.
-const envPowerCutSegment = "OBJSTORE_POWERCUT_SEGMENT"
+// The helper's segment size, and the round (its snapshots' names).
+const (
+	envPowerCutSegment = "OBJSTORE_POWERCUT_SEGMENT"
+	envPowerCutRound   = "OBJSTORE_POWERCUT_ROUND"
+)
 
-// helperPowerCut creates a store in dir, says "ready" and runs a writer
-// of each of crashFiles files and a snapshot taker until killed,
-// printing "ok FILE REV HASH" for each put and "snap NAME FILE REV" for
-// each snapshot once they return.
+// helperPowerCut opens the store in dir (creating it and its files if
+// new), says "ready" and runs a writer of each of crashFiles files and a
+// snapshot taker until killed, printing "ok FILE REV HASH" for each put
+// and "snap NAME FILE REV" for each snapshot once they return.
 func helperPowerCut(dir string) error {
 	seg, err := strconv.Atoi(os.Getenv(envPowerCutSegment))
 	if err != nil {
@@ -144,9 +180,12 @@ func helperPowerCut(dir string) error {
 	if err != nil {
 		return err
 	}
-	if ids, err := s.NewFiles([]string{"1", "2", "3"}); err != nil || len(ids) != crashFiles || ids[0] != 1 {
-		return fmt.Errorf("new files: %v, %v", ids, err)
+	if _, err := s.File(1); errors.Is(err, ErrNotFound) {
+		if ids, err := s.NewFiles([]string{"1", "2", "3"}); err != nil || len(ids) != crashFiles || ids[0] != 1 {
+			return fmt.Errorf("new files: %v, %v", ids, err)
+		}
 	}
+	round := os.Getenv(envPowerCutRound)
 	var mu sync.Mutex // stdout's lines, and newest
 	var newest index.RevID
 	say := func(id index.RevID, format string, args ...any) {
@@ -171,11 +210,12 @@ func helperPowerCut(dir string) error {
 			if id.File == 0 {
 				continue
 			}
-			if err := powerCutSnapshot(s, i, id); err != nil {
+			name := fmt.Sprintf("r%ss%d", round, i)
+			if err := powerCutSnapshot(s, name, i, id); err != nil {
 				errc <- err
 				return
 			}
-			say(index.RevID{}, "snap s%d %d %d\n", i, id.File, id.Rev)
+			say(index.RevID{}, "snap %s %d %d\n", name, id.File, id.Rev)
 		}
 	}()
 	return <-errc
@@ -184,7 +224,11 @@ func helperPowerCut(dir string) error {
 // powerCutWriter puts revisions of file f until a put fails (the power
 // is cut).
 func powerCutWriter(s *Store, f index.FileID, say func(index.RevID, string, ...any)) error {
-	for rev := index.Rev(0); ; rev++ {
+	m, err := s.File(f)
+	if err != nil {
+		return err
+	}
+	for rev := index.Rev(m.Revs); ; rev++ {
 		req := PutRequest{File: f, Data: crashContent(f, rev)}
 		if rev > 0 {
 			req.P1 = index.RevID{File: f, Rev: rev - 1}
@@ -200,15 +244,15 @@ func powerCutWriter(s *Store, f index.FileID, say func(index.RevID, string, ...a
 	}
 }
 
-// powerCutSnapshot takes snapshot s<i> of a tree holding revision id.
-func powerCutSnapshot(s *Store, i int, id index.RevID) error {
+// powerCutSnapshot takes snapshot name of a tree holding revision id.
+func powerCutSnapshot(s *Store, name string, i int, id index.RevID) error {
 	tr := &index.Tree{Entries: []index.TreeEntry{{Name: "f", Mode: 0o100644, Nlink: 1, Rev: id}}}
 	b, h, err := tr.Encode()
 	if err != nil {
 		return err
 	}
 	_, err = s.CreateSnapshot(context.Background(), SnapshotRequest{
-		Name:  fmt.Sprint("s", i),
+		Name:  name,
 		Time:  time.Unix(int64(i), 0),
 		Root:  index.TreeEntry{Mode: 0o40755, Nlink: 2, Tree: h},
 		Trees: map[index.TreeHash][]byte{h: b},

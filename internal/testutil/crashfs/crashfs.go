@@ -65,6 +65,7 @@ package crashfs
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,6 +95,11 @@ type Options struct {
 	// RefuseDirectIO fails opens with O_DIRECT (EINVAL), as a file system
 	// without direct I/O does.
 	RefuseDirectIO bool
+	// From, if set, is a directory whose tree the file system starts
+	// with, all of it durable (a disk after a reboot; Materialize's
+	// output, to cut the power again during recovery). Regular files
+	// and directories only; hard links stay links.
+	From string
 	// Debug logs every FUSE request.
 	Debug bool
 }
@@ -255,6 +261,48 @@ func writeDurable(o *obj, p string) error {
 		err = cerr
 	}
 	return err
+}
+
+// load reads the tree under dir into d, current and durable.
+func (f *fsys) load(d *obj, dir string, inos map[uint64]*obj) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		var o *obj
+		switch {
+		case fi.IsDir():
+			o = f.newDir(uint32(fi.Mode().Perm()))
+			if err := f.load(o, p, inos); err != nil {
+				return err
+			}
+		case !fi.Mode().IsRegular():
+			return fmt.Errorf("crashfs: load %s: not a regular file or directory", p)
+		case inos[st.Ino] != nil:
+			o = inos[st.Ino]
+		default:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			o = f.newFile(uint32(fi.Mode().Perm()))
+			o.writeAt(b, 0)
+			o.resize(fi.Size())
+			f.syncFile(o)
+			inos[st.Ino] = o
+		}
+		o.nlink++
+		d.ents[e.Name()] = o
+	}
+	f.syncDir(d)
+	return nil
 }
 
 // syncFile makes o's current content durable.

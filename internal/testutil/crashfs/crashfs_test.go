@@ -344,3 +344,27 @@ func TestRefuseDirectIO(t *testing.T) {
 		t.Errorf("O_DIRECT open: %v, want EINVAL", err)
 	}
 }
+
+// TestFrom: a file system started from a tree holds it durably.
+func TestFrom(t *testing.T) {
+	src := t.TempDir()
+	mkdir(t, filepath.Join(src, "d"))
+	writeFile(t, filepath.Join(src, "d", "a"), []byte("a"), false)
+	if err := os.Link(filepath.Join(src, "d", "a"), filepath.Join(src, "b")); err != nil {
+		t.Fatal(err)
+	}
+	f := MountT(t, Options{From: src})
+	m := f.Dir()
+	wantFile(t, filepath.Join(m, "b"), []byte("a"))
+	writeFile(t, filepath.Join(m, "d", "a"), []byte("changed"), false)
+	if err := os.Remove(filepath.Join(m, "b")); err != nil {
+		t.Fatal(err)
+	}
+	img := crash(t, f)
+	wantFile(t, filepath.Join(img, "d", "a"), []byte("a"))
+	wantFile(t, filepath.Join(img, "b"), []byte("a"))
+	var a, b syscall.Stat_t
+	if syscall.Stat(filepath.Join(img, "d", "a"), &a) != nil || syscall.Stat(filepath.Join(img, "b"), &b) != nil || a.Ino != b.Ino {
+		t.Errorf("d/a and b are not one file in the image")
+	}
+}

@@ -53,6 +53,13 @@ func serveMain(arg string) int {
 		return 2
 	}
 	f := newFS(a.Opt)
+	if a.Opt.From != "" {
+		if err := f.load(f.root, a.Opt.From, map[uint64]*obj{}); err != nil {
+			fmt.Printf("err %v\n", err)
+			return 1
+		}
+		f.stats = Stats{}
+	}
 	sec := time.Second
 	opts := &fs.Options{
 		MountOptions: fuse.MountOptions{
