@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -73,10 +74,15 @@ type journal struct {
 	mu       sync.Mutex
 	f        *os.File // for appending
 	size     int64
-	unsynced bool  // appended since the last fsync
-	failed   bool  // an append failed (logged once); the journal then only shrinks
-	reserved int64 // blocks are allocated up to here (reserveLocked)
-	pending  map[fs.FileID]*pendingFile
+	unsynced bool // appended since the last fsync
+	// unsyncedName: a rewrite replaced the journal by a rename that no fsync
+	// of its directory has made durable yet: until one does, a power
+	// cut brings the old journal back, without what was appended to the
+	// new one, fsynced or not.
+	unsyncedName bool
+	failed       bool  // an append failed (logged once); the journal then only shrinks
+	reserved     int64 // blocks are allocated up to here (reserveLocked)
+	pending      map[fs.FileID]*pendingFile
 	// gathering makes appendLocked collect records in gathered, which
 	// recordedAll writes with one write(2): a window of 256 recorded
 	// files cost a write per clean record.
@@ -190,6 +196,14 @@ func (j *journal) rewriteLocked(sync bool) error {
 	}
 	if err := os.Rename(tmp, j.path); err != nil {
 		return fmt.Errorf("replace %s: %w", j.path, err)
+	}
+	j.unsyncedName = true
+	if sync {
+		// the rewrite is durable now, not at the next sync
+		if err := syncDir(filepath.Dir(j.path)); err != nil {
+			return fmt.Errorf("replace %s: fsync its directory: %w", j.path, err)
+		}
+		j.unsyncedName = false
 	}
 	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -445,7 +459,7 @@ func (j *journal) renamed(ev fs.Rename) {
 func (j *journal) sync() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if !j.unsynced || j.f == nil {
+	if !j.unsynced && !j.unsyncedName || j.f == nil {
 		return
 	}
 	if err := j.f.Sync(); err != nil {
@@ -453,6 +467,23 @@ func (j *journal) sync() {
 		return
 	}
 	j.unsynced = false
+	if j.unsyncedName {
+		if err := syncDir(filepath.Dir(j.path)); err != nil {
+			j.log.Warn("pending journal: fsync of its directory failed", "err", err)
+			return
+		}
+		j.unsyncedName = false
+	}
+}
+
+// syncDir fsyncs the directory dir, making the names in it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // clean reports whether id has no pending entry: every change made to
