@@ -11,6 +11,7 @@ require (
 	github.com/klauspost/compress v1.20.4
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/sys v0.41.0
+	google.golang.org/protobuf v1.36.7
 	pgregory.net/rapid v1.3.0
 )
 
@@ -27,5 +28,4 @@ require (
 	go.opentelemetry.io/otel v1.41.0 // indirect
 	go.opentelemetry.io/otel/metric v1.41.0 // indirect
 	go.opentelemetry.io/otel/trace v1.41.0 // indirect
-	google.golang.org/protobuf v1.36.7 // indirect
 )

@@ -36,7 +36,10 @@ type DB struct {
 	holds  *holdStamp // the stamp the hold rows are known valid for; nil: not (holds_stamp.go)
 
 	wrote atomic.Bool // a write was attempted since Open: Close settles (settle.go)
-	space space       // keeps badger's logs allocated (space.go)
+
+	logMu           sync.Mutex
+	logMem, logVlog int   // the newest logs when the directory was last fsynced (powercut.go)
+	space           space // keeps badger's logs allocated (space.go)
 }
 
 // Memory settings. The mount runs for days next to the user's work, so the
@@ -68,6 +71,9 @@ func Open(dir string, opt Options) (*DB, error) {
 		if err := openRoom(dir); err != nil {
 			return nil, err
 		}
+	}
+	if err := dropUnnamedTables(dir, badgerOptions(dir, opt), opt.Logger, opt.ReadOnly); err != nil { // powercut.go
+		return nil, err
 	}
 	bdb, err := openBadger(badgerOptions(dir, opt)) // corrupt.go
 	if errors.Is(err, ErrCorrupt) {
@@ -136,6 +142,9 @@ func (db *DB) update(fn func(txn *badger.Txn) error) (err error) {
 	}
 	for range maxRetries {
 		err = db.bdb.Update(fn)
+		if err == nil {
+			return db.syncNewLogs() // powercut.go
+		}
 		if !errors.Is(err, badger.ErrConflict) {
 			return err
 		}
@@ -241,6 +250,9 @@ func (db *DB) NewFiles(names []string) ([]FileID, error) {
 	db.alloc.Unlock()
 	if err := <-done; err != nil {
 		return nil, fmt.Errorf("index: new file %q: %w", names[0], err)
+	}
+	if err := db.syncNewLogs(); err != nil { // powercut.go
+		return nil, err
 	}
 	return ids, nil
 }

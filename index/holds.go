@@ -168,7 +168,10 @@ func (db *DB) writeBatch(l []kv) error {
 			return err
 		}
 	}
-	return wb.Flush()
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	return db.syncNewLogs() // powercut.go
 }
 
 // commitHolds runs record (the transaction that creates or deletes a

@@ -35,7 +35,7 @@ func (db *DB) PutTrees(trees map[TreeHash][]byte) error {
 	if err := wb.Flush(); err != nil {
 		return fmt.Errorf("index: put trees: %w", err)
 	}
-	return nil
+	return db.syncNewLogs() // powercut.go
 }
 
 // MaxTxnTrees is how many bytes of trees CreateSnapshot takes in its own

@@ -100,7 +100,13 @@ func serveMain(arg string) int {
 				fmt.Println("ok")
 			}
 		case "unmount":
-			busy, err := unmount(server, a.Dir)
+			f.mu.Lock()
+			tries := 30
+			if f.crashed {
+				tries = 1 // a dead store's files stay open: no use waiting
+			}
+			f.mu.Unlock()
+			busy, err := unmount(server, a.Dir, tries)
 			switch {
 			case err != nil:
 				fmt.Printf("err %v\n", err)
@@ -119,20 +125,22 @@ func serveMain(arg string) int {
 			fmt.Printf("err unknown request %q\n", cmd)
 		}
 	}
-	unmount(server, a.Dir)
+	unmount(server, a.Dir, 1)
 	return 0
 }
 
-// unmount unmounts, retrying a few seconds while the mount is busy, and
+// unmount unmounts, trying tries times 100 ms apart while the mount is busy, and
 // detaches it lazily if it stays busy (a crashed store may still hold
 // files open; the server then serves on until they are closed or this
 // process exits).
-func unmount(server *fuse.Server, dir string) (busy bool, err error) {
-	for range 30 {
+func unmount(server *fuse.Server, dir string, tries int) (busy bool, err error) {
+	for i := range tries {
+		if i > 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
 		if err = server.Unmount(); err == nil {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
 		// busy (go-fuse's fusermount3 error does not say so in a way
