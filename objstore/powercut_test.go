@@ -49,7 +49,7 @@ func TestPowerCut(t *testing.T) {
 		}
 		rounds = n
 	}
-	chain := 1
+	chain := powerCutChain
 	if s := os.Getenv(envPowerCutChain); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
@@ -78,15 +78,14 @@ func TestPowerCut(t *testing.T) {
 	t.Logf("%d rounds, %d acknowledged operations, %v", rounds, total, time.Since(start))
 }
 
-// envPowerCutChain sets how many rounds run on one store: each after
-// the first starts from the previous round's disk, so that the power is
-// cut during recovery too (a cut tail, a replayed log), and what earlier
-// rounds acknowledged must survive it. The default is 1 (a new store
-// every round): a chain finds a defect of badger's that the store does
-// not work around yet (README, Limitations: a power cut after badger
-// flushed a memtable can leave a MANIFEST that lists a table whose
-// directory entry was never fsynced).
+// envPowerCutChain sets how many rounds run on one store (default
+// powerCutChain): each after the first starts from the previous round's
+// disk, so that the power is cut during recovery too (a cut tail, a
+// replayed log, badger's flush of it), and what earlier rounds
+// acknowledged must survive it.
 const envPowerCutChain = "DELTAFS_POWERCUT_CHAIN"
+
+const powerCutChain = 3
 
 // powerCutAcks are the operations the store acknowledged.
 type powerCutAcks struct {
