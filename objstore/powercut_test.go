@@ -80,9 +80,10 @@ func TestPowerCut(t *testing.T) {
 
 // envPowerCutChain sets how many rounds run on one store (default
 // powerCutChain): each after the first starts from the previous round's
-// disk, so that the power is cut during recovery too (a cut tail, a
-// replayed log, badger's flush of it), and what earlier rounds
-// acknowledged must survive it.
+// disk, so that the power is cut again soon after a recovery (the
+// index's logs replayed and badger flushing them, the segments' tail
+// cut), and what earlier rounds acknowledged must survive it. (The cut
+// comes after Open returned, never inside it.)
 const envPowerCutChain = "DELTAFS_POWERCUT_CHAIN"
 
 const powerCutChain = 3
