@@ -3,10 +3,12 @@ package mount
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
 	"github.com/deltafs/deltafs/internal/testutil"
 	"github.com/deltafs/deltafs/objstore"
@@ -173,4 +175,76 @@ func TestRenameOutOfExcludedRecords(t *testing.T) {
 	if got := revisionsAt(t, store, "results/other.tmp"); len(got) != 0 {
 		t.Fatalf("results/other.tmp, still excluded: revisions %q", got)
 	}
+}
+
+// pendingInJournal returns the ids the store's pending journal names as
+// pending, as the next mount's replay would find them.
+func pendingInJournal(t *testing.T, store string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(store, journalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &journal{pending: map[fs.FileID]*pendingFile{}}
+	if rest := j.replay(b); rest > 0 {
+		t.Fatalf("journal ends in %d bytes of a torn record", rest)
+	}
+	out := map[string]bool{}
+	for _, p := range j.pending {
+		out[p.path] = true
+	}
+	return out
+}
+
+// Excluded files deleted (or replaced by a rename) during a mount leave
+// the pending journal: a long session of builds that write and delete
+// excluded objects does not grow it, nor the mount's memory, by every
+// file it ever made. Live excluded files stay pending (snapshots read
+// them); a hard link of an excluded file at an included path is still
+// recorded.
+func TestDeletedExcludedFilesLeaveJournal(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := startWith(t, Config{Store: store, Exclude: []string{"*.o", "node_modules"}})
+	for round := range 3 {
+		for i := range 100 {
+			writeIn(t, l.mnt, fmt.Sprintf("build/f%d.o", i), []byte(fmt.Sprint("object ", round, i)))
+			writeIn(t, l.mnt, fmt.Sprintf("web/node_modules/p%d/index.js", i), []byte("js"))
+		}
+		// a linker's way: the new object under a temp name, renamed over
+		writeIn(t, l.mnt, "build/new.o", []byte("fresh"))
+		if err := os.Rename(filepath.Join(l.mnt, "build/new.o"), filepath.Join(l.mnt, "build/f0.o")); err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < 100; i++ {
+			if err := os.Remove(filepath.Join(l.mnt, fmt.Sprintf("build/f%d.o", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.RemoveAll(filepath.Join(l.mnt, "web/node_modules")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.rec.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := pendingInJournal(t, store)
+	if len(got) != 1 || !got["build/f0.o"] {
+		t.Errorf("pending during the mount: %d files (%v), want build/f0.o alone, the one excluded file left", len(got), sample(got))
+	}
+	writeIn(t, l.mnt, "main.c", []byte("int main;\n"))
+	l.stop(t)
+	if got := revisionsAt(t, store, "main.c"); len(got) != 1 {
+		t.Fatalf("main.c: %d revisions, want 1", len(got))
+	}
+}
+
+func sample(m map[string]bool) []string {
+	var out []string
+	for p := range m {
+		if len(out) == 3 {
+			break
+		}
+		out = append(out, p)
+	}
+	return out
 }

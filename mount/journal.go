@@ -325,6 +325,20 @@ func (j *journal) keep(id fs.FileID, path string) {
 	j.appendLocked(recDirty, id, pathPayload(path))
 }
 
+// forget cleans pending id, an excluded file that path named and an
+// unlink (or a rename over it) removed, unless a change of it waits to
+// be recorded. The mount knows no other link of it (see the README's
+// limits): one that has another link is no longer pending, so a
+// snapshot holds its newest revision, if it has one, and a mount
+// without the pattern does not redo it.
+func (j *journal) forget(id fs.FileID, path string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if p := j.pending[id]; p != nil && p.path == path && len(p.stamps) == 0 {
+		j.cleanLocked(id)
+	}
+}
+
 // undirtied takes back the last dirtied of id: its writer changed
 // nothing. The file is clean at once if everything reported before is
 // durably recorded, else when the last of those reports is.

@@ -78,6 +78,9 @@ func (r journaled) Wait(ctx context.Context, id fs.FileID) error {
 // the files the rename took out of the excluded paths.
 func (r journaled) Renamed(ev fs.Rename) {
 	if r.j != nil {
+		if !ev.Dir && !ev.Exchange && !ev.Replaced.IsZero() && r.x.excluded(ev.To) {
+			r.j.forget(ev.Replaced, ev.To) // as Removed: the rename unlinked it
+		}
 		r.j.renamed(ev)
 	}
 	redos := r.leaving(ev)
@@ -90,6 +93,18 @@ func (r journaled) Renamed(ev fs.Rename) {
 	for _, rd := range redos {
 		r.Recorder.queueRedo(rd)
 	}
+}
+
+// Removed takes an excluded file the unlink removed out of the journal
+// (journal.forget): it was kept pending for snapshots and renames out of
+// the patterns, and an excluded file no path holds needs neither. Kept,
+// every excluded file a long mount ever made stayed in the journal and
+// its memory (a build's objects, rm -rf node_modules).
+func (r journaled) Removed(ev fs.Remove) {
+	if r.j != nil && !ev.Dir && !ev.ID.IsZero() && r.x.excluded(ev.Path) {
+		r.j.forget(ev.ID, ev.Path)
+	}
+	r.Recorder.Removed(ev)
 }
 
 // holding reports whether the Recorder holds back a change of k.
