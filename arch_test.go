@@ -3,6 +3,7 @@ package deltafs_test
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -168,5 +169,24 @@ func TestImportDirection(t *testing.T) {
 	}
 	if packages < 3 || ours == 0 {
 		t.Fatalf("go list found %d packages and %d imports of ours; the check is not looking:\n%s", packages, ours, out)
+	}
+}
+
+// No built binary is committed: the deltafs binary a build leaves at the
+// top is ignored (.gitignore), and one under another name (dfs, 22 MB,
+// came in with a commit) bloats every clone and goes stale at once.
+func TestNoCommittedBinaries(t *testing.T) {
+	out, err := exec.Command("git", "ls-files", "-z").Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v", err)
+	}
+	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			continue // deleted in the work tree
+		}
+		if bytes.HasPrefix(b, []byte("\x7fELF")) || bytes.HasPrefix(b, []byte("MZ")) || bytes.HasPrefix(b, []byte{0xcf, 0xfa, 0xed, 0xfe}) {
+			t.Errorf("%s is a committed binary (%d bytes)", name, len(b))
+		}
 	}
 }
