@@ -143,13 +143,13 @@ func (r journaled) leaving(ev fs.Rename) []*redo {
 		}
 		return out
 	}
-	if ev.Exchange {
-		return nil // the journal's hints do not follow a directory exchange
-	}
 	// The journal's hints follow the rename already (journal.renamed): a
-	// pending file under To was under From.
+	// pending file under To was under From, and after an exchange one
+	// under From was under To.
 	for id, p := range r.j.entries() {
 		if rest, ok := strings.CutPrefix(p.path, ev.To+"/"); ok && x.excluded(ev.From+"/"+rest) && !x.excluded(p.path) {
+			add(id, p.path)
+		} else if rest, ok := strings.CutPrefix(p.path, ev.From+"/"); ok && ev.Exchange && x.excluded(ev.To+"/"+rest) && !x.excluded(p.path) {
 			add(id, p.path)
 		}
 	}

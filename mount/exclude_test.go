@@ -12,6 +12,7 @@ import (
 	"github.com/deltafs/deltafs/index"
 	"github.com/deltafs/deltafs/internal/testutil"
 	"github.com/deltafs/deltafs/objstore"
+	"golang.org/x/sys/unix"
 )
 
 func TestExcluderMatches(t *testing.T) {
@@ -247,4 +248,39 @@ func sample(m map[string]bool) []string {
 		out = append(out, p)
 	}
 	return out
+}
+
+// A directory exchanged (RENAME_EXCHANGE) with an excluded one is a
+// rename out of the patterns too, either way round: the files it takes
+// out are recorded, those it takes in are not.
+func TestDirExchangeOutOfExcludedRecords(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := startWith(t, Config{Store: store, Exclude: []string{"node_modules", "cache"}})
+	writeIn(t, l.mnt, "node_modules/pkg/a.js", []byte("from node_modules\n"))
+	writeIn(t, l.mnt, "src/b.js", []byte("from src\n"))
+	writeIn(t, l.mnt, "lib/c.js", []byte("from lib\n"))
+	writeIn(t, l.mnt, "cache/sub/d", []byte("from cache\n"))
+	l.recorded(t, 4)
+	exchange := func(from, to string) {
+		t.Helper()
+		if err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(l.mnt, from), unix.AT_FDCWD, filepath.Join(l.mnt, to), unix.RENAME_EXCHANGE); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exchange("node_modules", "src") // From excluded
+	exchange("lib", "cache")        // To excluded
+	if err := l.rec.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l.stop(t)
+	for rel, want := range map[string]string{"src/pkg/a.js": "from node_modules\n", "lib/sub/d": "from cache\n"} {
+		if got := revisionsAt(t, store, rel); len(got) != 1 || got[0] != want {
+			t.Errorf("%s, exchanged out of the patterns: revisions %q, want its content", rel, got)
+		}
+	}
+	for _, rel := range []string{"node_modules/b.js", "cache/c.js"} {
+		if got := revisionsAt(t, store, rel); len(got) != 1 {
+			t.Errorf("%s, exchanged into the patterns: %d revisions, want the one from before", rel, len(got))
+		}
+	}
 }

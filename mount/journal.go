@@ -446,10 +446,16 @@ func (j *journal) renamed(ev fs.Rename) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if ev.Dir {
-		prefix := ev.From + "/"
+		// An exchange moves what was under To to From too.
 		for id, p := range j.pending {
-			if rest, ok := strings.CutPrefix(p.path, prefix); ok {
-				p.path = ev.To + "/" + rest
+			to := ""
+			if rest, ok := strings.CutPrefix(p.path, ev.From+"/"); ok {
+				to = ev.To + "/" + rest
+			} else if rest, ok := strings.CutPrefix(p.path, ev.To+"/"); ok && ev.Exchange {
+				to = ev.From + "/" + rest
+			}
+			if to != "" {
+				p.path = to
 				j.appendLocked(recMoved, id, pathPayload(p.path))
 			}
 		}
