@@ -284,3 +284,48 @@ func TestDirExchangeOutOfExcludedRecords(t *testing.T) {
 		}
 	}
 }
+
+// verify of a mounted store counts excluded files as pending, as the
+// verify of the unmounted store does (it reads the journal): an
+// excluded file is meant to differ from its last revision, or to have
+// none.
+func TestVerifyMountedExcludedPending(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := startWith(t, Config{Store: store, Exclude: []string{"*.o"}})
+	writeIn(t, l.mnt, "a.txt", []byte("kept\n"))
+	writeIn(t, l.mnt, "old.o", []byte("in a snapshot\n"))
+	if err := os.Mkdir(filepath.Join(l.mnt, ".snapshots", "s1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeIn(t, l.mnt, "old.o", []byte("changed since\n"))
+	writeIn(t, l.mnt, "new.o", []byte("never recorded\n"))
+	if err := l.rec.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	verify := func(how string, run func(fn func(VerifyMessage)) (VerifyReport, error)) {
+		t.Helper()
+		r, err := run(func(m VerifyMessage) {
+			if m.Problem != nil {
+				t.Errorf("%s verify: %v", how, m.Problem)
+			}
+		})
+		if err != nil || r.Problems() != 0 || r.Live.Pending != 2 {
+			t.Errorf("%s verify: %d problems, %d pending (want 0, 2), %v", how, r.Problems(), r.Live.Pending, err)
+		}
+	}
+	verify("mounted", func(fn func(VerifyMessage)) (VerifyReport, error) {
+		return VerifyMounted(context.Background(), store, fn)
+	})
+	l.stop(t)
+	verify("offline", func(fn func(VerifyMessage)) (VerifyReport, error) {
+		st, err := objstore.Open(store, objstore.Config{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		return VerifyOffline(context.Background(), st, store, func(p objstore.Problem) {
+			fn(VerifyMessage{Problem: &ProblemInfo{}})
+			t.Logf("offline problem: %v", p)
+		}, nil)
+	})
+}

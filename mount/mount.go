@@ -174,7 +174,8 @@ type running struct {
 	sink    *storeSink
 	snaps   *snapshotParts
 	rec     *Recorder
-	jnl     *journal // nil on a read-only mount
+	jnl     *journal  // nil on a read-only mount
+	x       *excluder // paths left out of history (nil: none)
 	fsys    *fs.FS
 	server  *fuse.Server
 	mnt     string
@@ -191,7 +192,7 @@ func open(store, mnt string, cfg Config, x *excluder) (*running, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &running{st: st, mnt: mnt, store: store, closing: make(chan struct{})}
+	m := &running{st: st, mnt: mnt, store: store, x: x, closing: make(chan struct{})}
 	live := filepath.Join(store, liveDir)
 	var sink Sink = discardSink{} // a read-only mount changes nothing
 	var ls *lockedSink

@@ -39,6 +39,10 @@ type liveCheck struct {
 	// journaled holds the files the pending journal names (offline: a
 	// mount stopped before recording them; the next mount redoes them).
 	journaled map[fs.FileID]bool
+	// leftOut, if set, reports whether the live file at p (FileID id)
+	// is one a running mount leaves out of history and keeps pending
+	// (exclude.go).
+	leftOut func(p string, id fs.FileID) bool
 	// settle, if set, waits until every change reported so far is
 	// recorded; a file that disagrees is checked again after it, since
 	// its change may have been reported while the check ran.
@@ -121,7 +125,7 @@ func (c *liveCheck) check(ctx context.Context, p string) (index.RevID, bool, err
 		if st.Size == 0 {
 			return index.NullRev, false, nil
 		}
-		return index.NullRev, c.pending(st.Ino, id), fmt.Errorf("%d bytes never recorded: the file has no revision", st.Size)
+		return index.NullRev, c.pending(p, st.Ino, id), fmt.Errorf("%d bytes never recorded: the file has no revision", st.Size)
 	}
 	last := newest.ID()
 	want, err := c.st.Get(ctx, last)
@@ -132,14 +136,16 @@ func (c *liveCheck) check(ctx context.Context, p string) (index.RevID, bool, err
 	if err != nil || same {
 		return last, false, err
 	}
-	return last, c.pending(st.Ino, id), fmt.Errorf("live content (%d bytes) differs from its last revision (%d bytes): a change was not recorded", st.Size, len(want))
+	return last, c.pending(p, st.Ino, id), fmt.Errorf("live content (%d bytes) differs from its last revision (%d bytes): a change was not recorded", st.Size, len(want))
 }
 
-// pending reports whether the change of live file id (inode ino) is
-// pending: it is open for writing (its latest change is not reported
-// yet), or the pending journal names it.
-func (c *liveCheck) pending(ino uint64, id fs.FileID) bool {
-	return c.writing != nil && c.writing()[ino] || !id.IsZero() && c.journaled[id]
+// pending reports whether the change of live file id (inode ino, at p)
+// is pending: it is open for writing (its latest change is not reported
+// yet), or the pending journal names it, or the running mount excludes
+// it and keeps it pending.
+func (c *liveCheck) pending(p string, ino uint64, id fs.FileID) bool {
+	return c.writing != nil && c.writing()[ino] || !id.IsZero() && c.journaled[id] ||
+		!id.IsZero() && c.leftOut != nil && c.leftOut(p, id)
 }
 
 // journaledFiles reads the pending journal of the store in dir without
@@ -250,6 +256,12 @@ func (m *running) verify(ctx context.Context, report func(objstore.Problem), pro
 			}
 			return set
 		}}
+	if m.jnl != nil && m.x != nil {
+		c.leftOut = func(p string, id fs.FileID) bool {
+			rel, err := filepath.Rel(c.live, p)
+			return err == nil && m.x.excluded(filepath.ToSlash(rel)) && !m.jnl.clean(id)
+		}
+	}
 	if m.sink != nil {
 		c.storeFile = m.sink.storeID
 	} else { // read-only: nothing is recorded, the ids file is as it was
