@@ -77,6 +77,13 @@ func (r *lateReader) readAll(t *testing.T) [][]byte {
 // passthrough (the mount sees the writes), and opens db for writing.
 func mountLate(t *testing.T, rec *lateReader) *os.File {
 	t.Helper()
+	return mountLateWith(t, rec, nil)
+}
+
+// mountLateWith is mountLate that sets *fsys, if fsys is not nil, to the
+// live tree.
+func mountLateWith(t *testing.T, rec *lateReader, fsys **fs.FS) *os.File {
+	t.Helper()
 	testutil.RequireFUSE(t)
 	live := filepath.Join(t.TempDir(), "live")
 	if err := os.Mkdir(live, 0o755); err != nil {
@@ -90,6 +97,9 @@ func mountLate(t *testing.T, rec *lateReader) *os.File {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
+	if fsys != nil {
+		*fsys = f
+	}
 	mnt, _ := testutil.Mount(t, f.Root(), fs.Options())
 	db, err := os.OpenFile(filepath.Join(mnt, "db"), os.O_RDWR, 0)
 	if err != nil {

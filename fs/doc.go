@@ -121,6 +121,17 @@
 // the data is durable in the live file, and the held change merges with
 // the next.
 //
+// # Snapshots of one instant
+//
+// Every operation that changes the live tree holds the live tree's
+// freeze shared while it changes the live directory and notes what it
+// did; a snapshot holds it exclusively while it reads the live tree
+// (FS.Freeze), so a snapshot falls between operations and is
+// crash-consistent. The writes of a passthrough writer never reach us
+// and are not held. The rules that keep the freeze from deadlocking
+// (no operation waits, for the recorder or anything else, while it holds
+// it) are in freeze.go.
+//
 // # Kernel caching
 //
 // The kernel keeps the live tree's entries, negative entries and

@@ -6,7 +6,6 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"golang.org/x/sys/unix"
 )
 
 // handle is an open live file in the kernel's cached I/O mode: every
@@ -48,18 +47,27 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 }
 
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	if errno := h.n.killPrivsBeforeWrite(ctx, h.fd); errno != 0 {
+	return h.n.write(ctx, h.fd, &h.mark, data, off)
+}
+
+// write is a WRITE through a handle of n on the live file fd: the
+// session is dirtied (which may wait for the recorder) before the write
+// holds the freeze (freeze.go) for the change itself.
+func (n *Node) write(ctx context.Context, fd int, mark *closeMark, data []byte, off int64) (uint32, syscall.Errno) {
+	if errno := n.dirtying(ctx); errno != 0 {
 		return 0, errno
 	}
-	if errno := h.n.dirtying(ctx); errno != 0 {
+	n.fsys.hold()
+	defer n.fsys.unhold()
+	if errno := n.killPrivsBeforeWrite(ctx, fd); errno != 0 {
 		return 0, errno
 	}
-	n, err := syscall.Pwrite(h.fd, data, off)
-	if n > 0 {
-		h.n.wrote(off, int64(n))
+	w, err := syscall.Pwrite(fd, data, off)
+	if w > 0 {
+		n.wrote(off, int64(w))
 	}
-	h.n.closeUndone(&h.mark)
-	return uint32(max(n, 0)), h.n.fsys.errno("write", err)
+	n.closeUndone(mark)
+	return uint32(max(w, 0)), n.fsys.errno("write", err)
 }
 
 // Flush is close(2) of a descriptor of h (see history_wait.go).
@@ -108,9 +116,11 @@ func (n *Node) setattrOpen(ctx context.Context, fd int, in *fuse.SetAttrIn, out 
 		resize = false
 	}
 	if resize {
-		if errno := n.dirtying(ctx); errno != 0 {
-			return errno
-		}
+		// Node.Setattr dirtied the session and waited before it took
+		// the freeze; this dirties a session an fsync started since.
+		n.mu.Lock()
+		n.dirtyingLocked()
+		n.mu.Unlock()
 	}
 	if errno := n.killPrivsFlagged(in, fd); errno != 0 {
 		return errno
@@ -129,15 +139,24 @@ func (h *handle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, 
 }
 
 func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
-	if errno := h.n.dirtying(ctx); errno != 0 {
+	return h.n.allocate(ctx, off, size, mode, h.lf.Allocate)
+}
+
+// allocate is a FALLOCATE through a handle of n; alloc applies it to the
+// live file.
+func (n *Node) allocate(ctx context.Context, off, size uint64, mode uint32,
+	alloc func(context.Context, uint64, uint64, uint32) syscall.Errno) syscall.Errno {
+	if errno := n.dirtying(ctx); errno != 0 {
 		return errno
 	}
-	if errno := h.lf.Allocate(ctx, off, size, mode); errno != 0 {
+	n.fsys.hold()
+	defer n.fsys.unhold()
+	if errno := alloc(ctx, off, size, mode); errno != 0 {
 		return errno
 	}
 	// Punching or zeroing changes bytes in place; plain allocation past
 	// the end changes the size. Counting the range as written covers all.
-	h.n.wrote(int64(off), int64(size))
+	n.wrote(int64(off), int64(size))
 	return 0
 }
 
@@ -174,19 +193,9 @@ func (h *passthroughHandle) Fsync(ctx context.Context, flags uint32) syscall.Err
 	return h.n.fsynced(ctx, h.fd)
 }
 
+// Write is reached only when the kernel did not take the passthrough.
 func (h *passthroughHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	if errno := h.n.killPrivsBeforeWrite(ctx, h.fd); errno != 0 {
-		return 0, errno
-	}
-	if errno := h.n.dirtying(ctx); errno != 0 {
-		return 0, errno
-	}
-	n, err := unix.Pwrite(h.fd, data, off)
-	if n > 0 {
-		h.n.wrote(off, int64(n))
-	}
-	h.n.closeUndone(&h.mark)
-	return uint32(max(n, 0)), h.n.fsys.errno("write", err)
+	return h.n.write(ctx, h.fd, &h.mark, data, off)
 }
 
 func (h *passthroughHandle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
@@ -194,12 +203,5 @@ func (h *passthroughHandle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out
 }
 
 func (h *passthroughHandle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
-	if errno := h.n.dirtying(ctx); errno != 0 {
-		return errno
-	}
-	if errno := h.LoopbackFile.Allocate(ctx, off, size, mode); errno != 0 {
-		return errno
-	}
-	h.n.wrote(int64(off), int64(size))
-	return 0
+	return h.n.allocate(ctx, off, size, mode, h.LoopbackFile.Allocate)
 }

@@ -59,6 +59,7 @@ type FS struct {
 	hist        History
 	tree        *TreeBuilder
 	writers     writing
+	frozen      freeze        // held by changes, taken by snapshots (freeze.go)
 	open        openWriters   // writable handles not released yet
 	contentFds  atomic.Int64  // Changes holding an open descriptor (see maxContentFds)
 	refs        refTable      // Changes holding a reference only, by inode (see keepRemoved)

@@ -17,8 +17,22 @@ import (
 // its own, reported at once unless a writer is open (then it joins that
 // writer's session). The kernel keeps the attributes of the reply for
 // liveTimeout.
+//
+// A size change first dirties the file and waits for the recorder
+// (beforeResize); the change itself then holds the freeze (freeze.go),
+// for the handle's Setattr too, which go-fuse's LoopbackNode calls.
 func (n *Node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	errno := n.setattr(ctx, f, in, out)
+	sz, hasSize := in.GetSize()
+	before := int64(-1) // the size before a truncate(2) by path
+	if hasSize {
+		var errno syscall.Errno
+		if before, errno = n.beforeResize(ctx, f, int64(sz)); errno != 0 {
+			return errno
+		}
+	}
+	n.fsys.hold()
+	defer n.fsys.unhold()
+	errno := n.setattr(ctx, f, in, out, before)
 	if errno == 0 {
 		out.SetTimeout(liveTimeout)
 		n.sent.note(&out.Attr)
@@ -26,7 +40,31 @@ func (n *Node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	return errno
 }
 
-func (n *Node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+// beforeResize dirties n before a size change to size, through handle f
+// or by path, and waits until the recorder has read n's changes reported
+// before (see truncateOpened). For a change by path it returns the size
+// the file had. A truncation through a handle to the size the file has
+// is no change (see setattrOpen).
+func (n *Node) beforeResize(ctx context.Context, f gofs.FileHandle, size int64) (int64, syscall.Errno) {
+	if h, ok := f.(fdHolder); ok {
+		if st := fstat(h.liveFd()); st != nil && st.Size == size {
+			return -1, 0
+		}
+		return -1, n.dirtying(ctx)
+	}
+	var before syscall.Stat_t
+	if err := syscall.Lstat(n.livePath(), &before); err != nil {
+		return -1, n.fsys.errno("setattr", err)
+	}
+	if before.Size != size {
+		n.dirtyingPath() // first: see truncateOpened
+	}
+	return before.Size, n.waitRecorded(ctx)
+}
+
+// setattr is Setattr under the freeze; before is the size a truncate(2)
+// by path found.
+func (n *Node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut, before int64) syscall.Errno {
 	defer n.touchSelf()
 	defer n.attrsChanged()
 	sz, hasSize := in.GetSize()
@@ -37,23 +75,13 @@ func (n *Node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	case isHandle:
 		return n.LoopbackNode.Setattr(ctx, f, in, out) // the handle notes the size
 	}
-	var before syscall.Stat_t
-	if err := syscall.Lstat(n.livePath(), &before); err != nil {
-		return n.fsys.errno("setattr", err)
-	}
-	if before.Size != int64(sz) {
-		n.dirtyingPath() // first: see truncateOpened
-	}
-	if errno := n.waitRecorded(ctx); errno != 0 {
-		return errno
-	}
 	if errno := n.killPrivsFlagged(in, -1); errno != 0 {
 		return errno
 	}
 	if errno := n.LoopbackNode.Setattr(ctx, f, in, out); errno != 0 {
 		return errno
 	}
-	if n.truncatedByPath(before.Size, int64(sz)) {
+	if n.truncatedByPath(before, int64(sz)) {
 		// the report gave the file its FileID after out was taken: the
 		// xattr moved its ctime
 		return n.LoopbackNode.Getattr(ctx, nil, out)
@@ -172,6 +200,8 @@ func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 	if attr == xattrCapability {
 		n.noCap.Store(false) // before the file has it: Getxattr asks the file from now on
 	}
+	n.fsys.hold()
+	defer n.fsys.unhold()
 	defer n.touchSelf()
 	return n.LoopbackNode.Setxattr(ctx, attr, data, flags)
 }
@@ -186,6 +216,8 @@ func (n *Node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	if isOurXattr(attr) {
 		return syscall.EPERM
 	}
+	n.fsys.hold()
+	defer n.fsys.unhold()
 	defer n.touchSelf()
 	return n.LoopbackNode.Removexattr(ctx, attr)
 }

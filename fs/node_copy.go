@@ -22,6 +22,8 @@ func (n *Node) CopyFileRange(ctx context.Context, fhIn gofs.FileHandle, offIn ui
 	if errno := dst.dirtying(ctx); errno != 0 {
 		return 0, errno
 	}
+	n.fsys.hold() // after the wait of dirtying (freeze.go)
+	defer n.fsys.unhold()
 	oi, oo := int64(offIn), int64(offOut)
 	cnt, err := unix.CopyFileRange(in.liveFd(), &oi, o.liveFd(), &oo, int(size), int(flags))
 	if err != nil {

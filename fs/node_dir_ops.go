@@ -16,6 +16,8 @@ func (n *Node) childRel(name string) string {
 }
 
 func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	n.fsys.hold()
+	defer n.fsys.unhold()
 	if n.reserved(name) {
 		return nil, syscall.EEXIST
 	}
@@ -29,6 +31,8 @@ func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 }
 
 func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	n.fsys.hold()
+	defer n.fsys.unhold()
 	if n.reserved(name) {
 		return nil, syscall.EEXIST
 	}
@@ -80,6 +84,8 @@ func giveIDBeforeReply(path string, out *fuse.EntryOut) {
 }
 
 func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	n.fsys.hold()
+	defer n.fsys.unhold()
 	if n.reserved(name) {
 		return nil, syscall.EEXIST
 	}
@@ -93,6 +99,8 @@ func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 }
 
 func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	n.fsys.hold()
+	defer n.fsys.unhold()
 	if n.reserved(name) {
 		return syscall.EPERM
 	}
@@ -131,6 +139,8 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 			return errno
 		}
 	}
+	n.fsys.hold() // after the waits (freeze.go)
+	defer n.fsys.unhold()
 	if errno := n.LoopbackNode.Unlink(ctx, name); errno != 0 {
 		return errno
 	}
@@ -172,6 +182,8 @@ func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
 			}
 		}
 	}
+	n.fsys.hold() // after the waits (freeze.go)
+	defer n.fsys.unhold()
 	if errno := n.LoopbackNode.Unlink(ctx, name); errno != 0 {
 		return errno
 	}
@@ -190,6 +202,8 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	if !ok {
 		return nil, syscall.EXDEV
 	}
+	n.fsys.hold()
+	defer n.fsys.unhold()
 	ch, errno := n.LoopbackNode.Link(ctx, target, name, out)
 	if errno != 0 {
 		return nil, errno
@@ -222,6 +236,8 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 			return errno
 		}
 	}
+	n.fsys.hold() // after the waits (freeze.go)
+	defer n.fsys.unhold()
 	if errno := n.LoopbackNode.Rename(ctx, name, newParent, newName, flags); errno != 0 {
 		return errno
 	}

@@ -46,7 +46,13 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if isWritable(flags) && flags&syscall.O_TRUNC == 0 {
 		n.awaitCachedMode(ctx, fd) // see iomode_wait.go
 	}
+	if isWritable(flags) {
+		n.fsys.hold() // joining the writers, maybe giving the file its FileID (freeze.go)
+	}
 	fh := n.openHandle(fd, flags, nil, FileID{}, truncFrom, watch)
+	if isWritable(flags) {
+		n.fsys.unhold()
+	}
 	_, pt := fh.(*passthroughHandle)
 	if pt && isWritable(flags) {
 		// Journaled (Dirtied) in openHandle, which kept a held change
@@ -68,7 +74,10 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		// The inode is in passthrough mode: its writes will not reach
 		// us, so the bits go now; and a truncation drops them as a
 		// write does (see killpriv.go).
-		if errno := n.killPrivsFd(fd); errno != 0 {
+		n.fsys.hold()
+		errno := n.killPrivsFd(fd)
+		n.fsys.unhold()
+		if errno != 0 {
 			fh.(gofs.FileReleaser).Release(ctx)
 			return nil, 0, errno
 		}
@@ -105,6 +114,8 @@ func (n *Node) truncateOpened(ctx context.Context, fd int) syscall.Errno {
 	if errno := n.waitRecorded(ctx); errno != 0 {
 		return errno
 	}
+	n.fsys.hold() // after the wait (freeze.go)
+	defer n.fsys.unhold()
 	if err := syscall.Ftruncate(fd, 0); err != nil {
 		return n.fsys.errno("open", err)
 	}
@@ -124,6 +135,8 @@ func (n *Node) truncateReadOnlyOpen(ctx context.Context, p string) syscall.Errno
 	if errno := n.waitRecorded(ctx); errno != 0 {
 		return errno
 	}
+	n.fsys.hold() // after the wait (freeze.go)
+	defer n.fsys.unhold()
 	if err := syscall.Truncate(p, 0); err != nil {
 		return n.fsys.errno("open", err)
 	}
@@ -136,6 +149,8 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if n.reserved(name) {
 		return nil, nil, 0, syscall.EEXIST
 	}
+	n.fsys.hold() // it waits for nothing (freeze.go)
+	defer n.fsys.unhold()
 	flags &^= syscall.O_APPEND
 	fd, err := n.fsys.openLive(n.childRel(name), n.fsys.createFlags(int(flags))|syscall.O_CREAT, mode)
 	if err == syscall.EACCES && n.fsys.createFlags(int(flags)) != int(flags) {

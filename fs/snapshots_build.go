@@ -53,6 +53,11 @@ type Touch struct {
 // ctime show in each. Files open for writing are passed to Build, whose
 // sizes and times change without a Touch per write.
 //
+// A mounted live tree's snapshot freezes it (FS.Freeze) before it calls
+// Build and takes the writers, and thaws it in commit, before it stores
+// the result: Build takes the marks first, so that the build and the
+// marks left for the next one split the changes at the freeze.
+//
 // The first build of a TreeBuilder walks the whole tree: the cache of
 // directory hashes lives in memory, so the first snapshot after a mount
 // costs a full walk.

@@ -82,19 +82,24 @@ func (n *Node) startedWriting() {
 	w.mu.Unlock()
 }
 
+// stoppedWriting marks the file's directory before it leaves the set: a
+// snapshot reads the set and then takes the marks (mount's snapshotter,
+// then TreeBuilder.Build), so a release running meanwhile is seen in
+// one or the other.
 func (n *Node) stoppedWriting() {
 	if n.fsys.tree == nil {
 		return
 	}
+	n.touchSelf()
 	w := &n.fsys.writers
 	w.mu.Lock()
 	delete(w.nodes, n)
 	w.mu.Unlock()
-	n.touchSelf()
 }
 
 // Writers returns the files open for writing, as the TreeBuilder takes
-// them: their sizes and times change with every write.
+// them: their sizes and times change with every write. A snapshot takes
+// them under the freeze (Freeze), before the build takes the marks.
 func (f *FS) Writers() []Touch {
 	w := &f.writers
 	w.mu.Lock()

@@ -28,9 +28,14 @@
 // Snapshots (snapshot.go): mkdir in .snapshots, the control socket and
 // the automatic snapshots (--snapshot-every, --keep-snapshots) all go
 // through one snapshotter: it waits until everything reported is
-// recorded, lets fs's TreeBuilder re-serialise the directories that
-// changed (files still open for writing are taken as they are: their
-// live content becomes a revision if none holds it), and records the
+// recorded, takes the recorder's sink and freezes the live tree (fs's
+// FS.Freeze: the operations that change it through the mount wait, so
+// the snapshot is of one instant, crash-consistent, but for the writes
+// of passthrough writers, which never reach the mount: see fs/freeze.go),
+// lets fs's TreeBuilder re-serialise the directories that changed (files
+// still open for writing are taken as they are: their live content
+// becomes a revision if none holds it, appended to the store while
+// frozen and committed after), thaws the live tree, and records the
 // snapshot in the store. Offline (no mount), the same snapshotter works
 // on the store directly, walking the whole live tree. The mount's
 // source in /proc/self/mountinfo is the store directory, so that the

@@ -277,7 +277,10 @@ func (h *historian) keepOpenWrites(ctx context.Context, lf liveFile) error {
 		return err
 	}
 	lr := &liveRevs{st: h.st, ls: h.ls, live: filepath.Join(h.dir, liveDir)}
-	if _, _, err := lr.Revision(ctx, lf.ID, lf.Path, st.Size); err != nil {
+	h.ls.mu.Lock() // as a snapshot holds it (liveRevs.Revision)
+	_, _, err := lr.Revision(ctx, lf.ID, lf.Path, st.Size)
+	h.ls.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("record what an open writer wrote first: %w", err)
 	}
 	return nil

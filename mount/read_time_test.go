@@ -123,7 +123,9 @@ func TestSnapshotRevisionIgnoresMtimeSetBack(t *testing.T) {
 	if err := os.Chtimes(p, old, old); err != nil {
 		t.Fatal(err)
 	}
+	ls.mu.Lock() // as the snapshotter does
 	rev, _, err := (&liveRevs{st: st, ls: ls, live: dir}).Revision(ctx, id, p, 8)
+	ls.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,20 +20,33 @@ import (
 //
 // Taking a snapshot: prepare (the mount waits, briefly, for the releases
 // of writable handles already closed, since the kernel sends RELEASE
-// after close(2) returns; it reports what open writers wrote so far and
-// waits until the recorder has recorded everything reported, so that
-// every write that returned before the mkdir is in a revision, once),
-// then the TreeBuilder re-serialises the directories that changed, and
-// the store records the snapshot. The list of snapshots is cached in
-// memory (every change to it goes through here while mounted), so that
-// listing .snapshots costs no index scan.
+// after close(2) returns, and until the recorder has recorded everything
+// reported, so that every change closed before the mkdir is in a
+// revision, once); then the snapshot takes the sink's lock (it waits for
+// the window the recorder is storing, while the writers go on) and
+// freezes the live tree (fs.FS.Freeze: the operations that change it
+// finish and the next ones wait), takes the files open for writing, and
+// the TreeBuilder re-serialises the directories that changed, recording
+// the content no revision holds; then it thaws the live tree and lets
+// the sink go, and the store records the snapshot. So a snapshot is of
+// one instant (see fs/freeze.go for the exception, passthrough writers).
+// The list of snapshots is cached in memory (every change to it goes
+// through here while mounted), so that listing .snapshots costs no index
+// scan.
 type snapshotter struct {
 	st   *objstore.Store
 	b    *fs.TreeBuilder
 	revs fs.Revisions
 	log  *slog.Logger
-	// prepare returns the files open for writing; nil when offline.
-	prepare func(ctx context.Context) ([]fs.Touch, error)
+	// sink is held from before the freeze until the build is done:
+	// liveRevs.Revision records with it held (nil when read-only).
+	sink *lockedSink
+	// prepare waits for the releases and the recorder; nil when offline.
+	prepare func(ctx context.Context) error
+	// freeze holds the live tree's changes, and writers returns the
+	// files open for writing (taken under the freeze); nil when offline.
+	freeze  func() (thaw func())
+	writers func() []fs.Touch
 	// verify checks the mounted store; nil when offline (control_verify.go).
 	verify verifyFunc
 
@@ -85,15 +98,24 @@ func (s *snapshotter) create(ctx context.Context, name string) (index.Snapshot, 
 	if _, err := s.Get(ctx, name); err == nil {
 		return index.Snapshot{}, fmt.Errorf("snapshot %q: %w", name, index.ErrExists)
 	}
-	var writers []fs.Touch
 	if s.prepare != nil {
-		var err error
-		if writers, err = s.prepare(ctx); err != nil {
+		if err := s.prepare(ctx); err != nil {
 			return index.Snapshot{}, fmt.Errorf("snapshot %q: record pending changes: %w", name, err)
 		}
 	}
+	done := s.hold()
+	defer done() // a failed build: its error is the one to tell
+	var writers []fs.Touch
+	if s.writers != nil {
+		writers = s.writers()
+	}
 	var snap index.Snapshot
 	err := s.b.Build(ctx, s.revs, writers, func(bt *fs.Built) error {
+		// The build read all it needs: writers go on while the store
+		// commits the revisions it recorded, and the snapshot.
+		if err := done(); err != nil {
+			return fmt.Errorf("record the content of live files: %w", err)
+		}
 		res, err := s.st.CreateSnapshot(ctx, objstore.SnapshotRequest{Name: name, Time: time.Now(), Root: bt.Root, Trees: bt.Trees, Decoded: bt.Decoded})
 		snap = res.Snapshot
 		if err == nil {
@@ -106,6 +128,38 @@ func (s *snapshotter) create(ctx context.Context, name string) (index.Snapshot, 
 	}
 	s.added(snap)
 	return snap, nil
+}
+
+// hold takes the sink's lock and then freezes the live tree, for a
+// build (see snapshotter); done thaws the live tree, commits the
+// revisions the build recorded (lockedSink.deferring) and lets the sink
+// go, once, and returns the commits' error.
+//
+// The order matters: the freeze waits only for operations in flight,
+// which wait for nothing under their hold (fs/freeze.go), so taking the
+// sink first costs the writers nothing, and once frozen, the build's
+// recordings never wait for a window the recorder is storing.
+func (s *snapshotter) hold() (done func() error) {
+	if s.sink != nil {
+		s.sink.mu.Lock()
+		s.sink.deferring = true
+	}
+	thaw := func() {}
+	if s.freeze != nil {
+		thaw = s.freeze()
+	}
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() {
+			thaw()
+			if s.sink != nil {
+				err = s.sink.commitDeferred()
+				s.sink.mu.Unlock()
+			}
+		})
+		return err
+	}
 }
 
 // added adds a snapshot just created to the cached list, unless a listing

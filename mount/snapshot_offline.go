@@ -45,6 +45,7 @@ func OpenOffline(dir string, readOnly bool, log *slog.Logger) (*Offline, error) 
 	}
 	ls := &lockedSink{sink: o.sink}
 	o.snap = newSnapshotter(st, fs.NewTreeBuilder(live), &liveRevs{st: st, ls: ls, live: live}, log)
+	o.snap.sink = ls
 	o.hist = &historian{st: st, dir: dir, snaps: o.snap}
 	if o.sink != nil {
 		o.hist.ls = ls

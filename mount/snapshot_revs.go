@@ -26,6 +26,24 @@ import (
 type lockedSink struct {
 	mu   sync.Mutex
 	sink *storeSink
+	// deferring is set while a snapshot's build holds mu with the live
+	// tree frozen: the revisions it records are appended to the store
+	// then (readable, and parents of later puts), and commits holds
+	// their commits, which the snapshot runs once it has thawed the live
+	// tree (snapshotter.hold), so that writers do not wait for the disk.
+	deferring bool
+	commits   []func() error
+}
+
+// commitDeferred ends deferring and runs the commits deferred, with mu
+// held.
+func (l *lockedSink) commitDeferred() error {
+	var errs []error
+	for _, commit := range l.commits {
+		errs = append(errs, commit())
+	}
+	l.deferring, l.commits = false, nil
+	return errors.Join(errs...)
 }
 
 func (l *lockedSink) Record(ctx context.Context, ev Event) error {
@@ -75,12 +93,12 @@ func (r *liveRevs) Tree(ctx context.Context, h index.TreeHash) (*index.Tree, err
 	return r.st.Tree(h)
 }
 
+// Revision implements fs.Revisions. The caller holds r.ls.mu: the
+// snapshotter holds it for the whole build (snapshotter.hold).
 func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size int64) (index.RevID, int64, error) {
 	if size > maxRecordBytes {
 		return index.NullRev, size, nil
 	}
-	r.ls.mu.Lock()
-	defer r.ls.mu.Unlock()
 	s := r.ls.sink
 	if s == nil {
 		return index.RevID{}, 0, objstore.ErrReadOnly
@@ -243,7 +261,9 @@ func (r *liveRevs) record(ctx context.Context, id fs.FileID, fid index.FileID, k
 	}
 	req := objstore.PutRequest{File: fid, P1: prev, Time: at, Name: r.rel(path)}
 	e, commit, err := r.st.PutFrom(ctx, req, src, src.Size(), nil)
-	if err == nil {
+	if err == nil && r.ls.deferring {
+		r.ls.commits = append(r.ls.commits, commit)
+	} else if err == nil {
 		err = commit()
 	}
 	if err != nil {

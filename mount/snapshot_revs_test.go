@@ -153,7 +153,17 @@ func TestSnapshotOfGrowingFile(t *testing.T) {
 	l := startWith(t, Config{Store: store, testRevisions: func(r *liveRevs) fs.Revisions {
 		return growingRevs{r, func(path string, size int64) {
 			if filepath.Base(path) == "big" && grown.CompareAndSwap(0, 4) { // the test waits in mkdir meanwhile
-				appendChunks(4)
+				// The handle is Create's, in passthrough: its writes
+				// never reach the mount, so the snapshot's freeze
+				// (fs/freeze.go) does not hold them. Writes through the
+				// mount would wait for the snapshot, which waits here.
+				appended := make(chan struct{})
+				go func() { defer close(appended); appendChunks(4) }()
+				select {
+				case <-appended:
+				case <-time.After(10 * time.Second):
+					t.Error("the appends waited for the snapshot: big's handle is not in passthrough")
+				}
 			}
 		}}
 	}})

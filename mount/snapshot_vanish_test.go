@@ -14,30 +14,33 @@ import (
 )
 
 // TestSnapshotOfVanishedFile removes one file and replaces another (a
-// rename over it, as an editor saves) through the mount between the
-// build's stat of them and the snapshot's read: the snapshot succeeds
-// (it failed with "open ...: no such file or directory"), leaves the
-// removed file out, and holds the replacing file's content under the
-// name, as if it had reached them a moment later.
+// rename over it, as an editor saves) between the build's stat of them
+// and the snapshot's read: the snapshot succeeds (it failed with "open
+// ...: no such file or directory"), leaves the removed file out, and
+// holds the replacing file's content under the name, as if it had
+// reached them a moment later. The changes are made in the live
+// directory itself, behind the mount's back: made through the mount,
+// they would wait until the snapshot is done (fs/freeze.go), and the
+// snapshot waits for this hook.
 func TestSnapshotOfVanishedFile(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "s.dfs")
-	var mnt string
+	live := filepath.Join(store, liveDir)
 	var hooked atomic.Int32
 	l := startWith(t, Config{Store: store, testRevisions: func(r *liveRevs) fs.Revisions {
 		return growingRevs{r, func(path string, size int64) {
 			switch filepath.Base(path) {
 			case "doomed":
 				if hooked.CompareAndSwap(0, 1) {
-					mustDo(t, os.Remove(filepath.Join(mnt, "doomed")))
+					mustDo(t, os.Remove(filepath.Join(live, "doomed")))
 				}
 			case "swapped":
 				if hooked.CompareAndSwap(1, 2) {
-					mustDo(t, os.Rename(filepath.Join(mnt, "new"), filepath.Join(mnt, "swapped")))
+					mustDo(t, os.Rename(filepath.Join(live, "new"), filepath.Join(live, "swapped")))
 				}
 			}
 		}}
 	}})
-	mnt = l.mnt
+	mnt := l.mnt
 	for name, text := range map[string]string{"doomed": "old doomed", "swapped": "old swapped", "new": "new swapped"} {
 		mustDo(t, os.WriteFile(filepath.Join(mnt, name), []byte(text), 0o644))
 	}

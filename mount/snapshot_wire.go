@@ -35,7 +35,7 @@ func newSnapshotParts(st *objstore.Store, live string, ls *lockedSink, jnl *jour
 		if jnl != nil {
 			revs.clean = jnl.clean
 		}
-		p.snap.b, p.snap.revs = p.tree, revs
+		p.snap.b, p.snap.revs, p.snap.sink = p.tree, revs, ls
 		if cfg.testRevisions != nil {
 			p.snap.revs = cfg.testRevisions(revs)
 		}
@@ -62,13 +62,11 @@ func (p *snapshotParts) prepareWith(rec *Recorder, fsys *fs.FS) {
 		}
 		return false
 	}
-	p.snap.prepare = func(ctx context.Context) ([]fs.Touch, error) {
+	p.snap.prepare = func(ctx context.Context) error {
 		fsys.WaitReleases(ctx)
-		if err := rec.Sync(ctx); err != nil {
-			return nil, err
-		}
-		return fsys.Writers(), nil
+		return rec.Sync(ctx)
 	}
+	p.snap.freeze, p.snap.writers = fsys.Freeze, fsys.Writers
 }
 
 // start opens the control socket in the store directory and starts the
