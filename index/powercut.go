@@ -131,18 +131,9 @@ func (db *DB) syncNewLogs() error {
 		return nil
 	}
 	mem, vlog := currentLogs(db.dir)
-	if err := syncDir(db.dir); err != nil {
+	if err := SyncDir(db.dir); err != nil {
 		return fmt.Errorf("index: fsync %s: %w", db.dir, err)
 	}
 	db.logMem, db.logVlog = mem, vlog
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -25,7 +25,7 @@ func TestPowerCutAfterFlush(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(fs1.Dir(), "index"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := syncDir(fs1.Dir()); err != nil {
+	if err := SyncDir(fs1.Dir()); err != nil {
 		t.Fatal(err)
 	}
 	db, err := Open(filepath.Join(fs1.Dir(), "index"), Options{})
@@ -94,7 +94,7 @@ func TestPowerCutNewLog(t *testing.T) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := syncDir(fsys.Dir()); err != nil {
+	if err := SyncDir(fsys.Dir()); err != nil {
 		t.Fatal(err)
 	}
 	db, err := Open(dir, Options{})

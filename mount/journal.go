@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/index"
 	"golang.org/x/sys/unix"
 )
 
@@ -200,7 +201,7 @@ func (j *journal) rewriteLocked(sync bool) error {
 	j.unsyncedName = true
 	if sync {
 		// the rewrite is durable now, not at the next sync
-		if err := syncDir(filepath.Dir(j.path)); err != nil {
+		if err := index.SyncDir(filepath.Dir(j.path)); err != nil {
 			return fmt.Errorf("replace %s: fsync its directory: %w", j.path, err)
 		}
 		j.unsyncedName = false
@@ -488,22 +489,12 @@ func (j *journal) sync() {
 	}
 	j.unsynced = false
 	if j.unsyncedName {
-		if err := syncDir(filepath.Dir(j.path)); err != nil {
+		if err := index.SyncDir(filepath.Dir(j.path)); err != nil {
 			j.log.Warn("pending journal: fsync of its directory failed", "err", err)
 			return
 		}
 		j.unsyncedName = false
 	}
-}
-
-// syncDir fsyncs the directory dir, making the names in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // clean reports whether id has no pending entry: every change made to

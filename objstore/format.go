@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/deltafs/deltafs/index"
 )
 
 // FormatVersion is the on-disk format this package writes; it reads every
@@ -154,7 +156,7 @@ func WriteFileSync(path string, b []byte, perm os.FileMode) error {
 		step, err = "rename "+filepath.Base(tmp), os.Rename(tmp, path)
 	}
 	if err == nil {
-		step, err = "fsync the directory", syncDir(filepath.Dir(path))
+		step, err = "fsync the directory", index.SyncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -233,19 +235,10 @@ func mkdirAllSync(dir string, perm os.FileMode) error {
 		}
 		return fmt.Errorf("objstore: %w", err)
 	}
-	if err := syncDir(parent); err != nil {
+	if err := index.SyncDir(parent); err != nil {
 		return fmt.Errorf("objstore: fsync %s: %w", parent, err)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // needFormat raises the store's format to at least v before a record

@@ -107,7 +107,7 @@ func linkKept(dir string, kept map[uint32]bool) error {
 			return fmt.Errorf("objstore: repack: keep segment %d: %w", n, err)
 		}
 	}
-	return syncDir(sdir)
+	return index.SyncDir(sdir)
 }
 
 func linkOne(src, dst string) error {

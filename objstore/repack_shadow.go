@@ -91,7 +91,7 @@ func openShadow(dir string, opt RepackOptions, kept map[uint32]bool) (*Store, er
 func removeShadow(sdir string) error {
 	err := os.Remove(filepath.Join(sdir, optionsName))
 	if err == nil {
-		err = syncDir(sdir)
+		err = index.SyncDir(sdir)
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("objstore: repack: %w", err)
@@ -172,7 +172,7 @@ func finishSwitch(dir string, log *slog.Logger, stop func(step string) error) er
 		{"copied", func() error { return copyShadow(dir, sdir, log) }},
 		{"swapped", func() error { return swapSegments(dir, sdir) }},
 		{"old-removed", func() error { return os.RemoveAll(filepath.Join(dir, oldSegsName)) }},
-		{"renamed", func() error { return errors.Join(os.Rename(sdir, done), syncDir(dir)) }},
+		{"renamed", func() error { return errors.Join(os.Rename(sdir, done), index.SyncDir(dir)) }},
 		{"removed", func() error { return os.RemoveAll(done) }},
 	}
 	for _, st := range steps {
@@ -294,5 +294,5 @@ func swapSegments(dir, sdir string) error {
 	if err := os.Rename(fresh, segs); err != nil {
 		return err
 	}
-	return errors.Join(syncDir(dir), syncDir(sdir))
+	return errors.Join(index.SyncDir(dir), index.SyncDir(sdir))
 }

@@ -142,7 +142,7 @@ func (s *segments) roll(n int64) (*os.File, error) {
 	if fresh {
 		// The new file's directory entry must be durable before any index
 		// entry can point into it.
-		if err := syncDir(s.dir); err != nil {
+		if err := index.SyncDir(s.dir); err != nil {
 			return nil, fmt.Errorf("objstore: sync segment dir: %w", err)
 		}
 	}
@@ -307,7 +307,7 @@ func recoverTail(dir string, tail index.Tail, log func(msg string, args ...any))
 			}
 		}
 	}
-	return syncDir(dir)
+	return index.SyncDir(dir)
 }
 
 func truncateTo(path string, end int64, log func(msg string, args ...any)) error {
