@@ -112,8 +112,10 @@ func (h *handle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.Attr
 func (n *Node) setattrOpen(ctx context.Context, fd int, in *fuse.SetAttrIn, out *fuse.AttrOut,
 	set func(context.Context, *fuse.SetAttrIn, *fuse.AttrOut) syscall.Errno) syscall.Errno {
 	sz, resize := in.GetSize()
-	if st := fstat(fd); resize && st != nil && st.Size == int64(sz) {
-		resize = false
+	if resize {
+		if st := fstat(fd); st != nil && st.Size == int64(sz) {
+			resize = false
+		}
 	}
 	if resize {
 		// Node.Setattr dirtied the session and waited before it took

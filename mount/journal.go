@@ -300,6 +300,11 @@ func (j *journal) dirtied(id fs.FileID, path string) {
 		p.gen++
 		return
 	}
+	j.addLocked(id, path)
+}
+
+// addLocked makes id, not pending, pending at path.
+func (j *journal) addLocked(id fs.FileID, path string) {
 	j.pending[id] = &pendingFile{path: path, gen: 1, durable: true}
 	j.appendLocked(recDirty, id, pathPayload(path))
 }
@@ -322,8 +327,7 @@ func (j *journal) keep(id fs.FileID, path string) {
 		}
 		return
 	}
-	j.pending[id] = &pendingFile{path: path, gen: 1, durable: true}
-	j.appendLocked(recDirty, id, pathPayload(path))
+	j.addLocked(id, path)
 }
 
 // forget cleans pending id, an excluded file that path named and an
