@@ -11,14 +11,7 @@ import (
 // test command on the README's first screen (the line marked "# run the
 // tests") must be the command CI runs, with -race.
 func TestCIRunsREADMETestCommand(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ci, err := os.ReadFile(".ci/run")
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme, ci := readmeAndCI(t)
 	var command string
 	for line := range strings.Lines(string(readme)) {
 		if before, ok := strings.CutSuffix(strings.TrimSpace(line), "# run the tests"); ok {
@@ -38,14 +31,7 @@ func TestCIRunsREADMETestCommand(t *testing.T) {
 // package .ci/run installs (it listed five of eight: not acl, e2fsprogs
 // and mount, which the ACL and full-disk tests need under CI=true).
 func TestREADMEListsCIPackages(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ci, err := os.ReadFile(".ci/run")
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme, ci := readmeAndCI(t)
 	m := regexp.MustCompile(`(?m)^PACKAGES=\(([^)]*)\)`).FindSubmatch(ci)
 	if m == nil {
 		t.Fatal(".ci/run has no PACKAGES=(...) line")
@@ -62,4 +48,17 @@ func TestREADMEListsCIPackages(t *testing.T) {
 			t.Errorf("README's CI package list %q does not name %q, which .ci/run installs", list, p)
 		}
 	}
+}
+
+// readmeAndCI returns README.md and .ci/run.
+func readmeAndCI(t *testing.T) (readme, ci []byte) {
+	t.Helper()
+	var err error
+	if readme, err = os.ReadFile("README.md"); err != nil {
+		t.Fatal(err)
+	}
+	if ci, err = os.ReadFile(".ci/run"); err != nil {
+		t.Fatal(err)
+	}
+	return readme, ci
 }

@@ -69,23 +69,8 @@ func lgetxattr(t *testing.T, p, attr string) []byte {
 // them.
 func TestKernelKeepsACLs(t *testing.T) {
 	testutil.RequireFUSE(t)
-	live := t.TempDir()
-	f, err := New(Config{LiveDir: live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() }) // after the unmount, which Mount registers later
-	mnt, _ := testutil.Mount(t, f.Root(), Options())
 	const files = 200
-	dir := filepath.Join(mnt, "d")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for i := range files {
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f, dir := mountWithFiles(t, files)
 	// ls -l: a listing, then each file's attributes and access ACL
 	ls := func() int64 {
 		t.Helper()
@@ -111,7 +96,7 @@ func TestKernelKeepsACLs(t *testing.T) {
 	}
 
 	p := filepath.Join(dir, "0")
-	lp := filepath.Join(live, "d", "0")
+	lp := filepath.Join(f.live, "d", "0")
 	acl := aclXattr(aclEntry{aclUserObj, 6, aclNoID}, aclEntry{aclUser, 4, 65534},
 		aclEntry{aclGroupObj, 4, aclNoID}, aclEntry{aclMask, 6, aclNoID}, aclEntry{aclOther, 4, aclNoID})
 	if err := unix.Lsetxattr(p, xattrACLAccess, acl, 0); errors.Is(err, unix.EOPNOTSUPP) {
@@ -165,23 +150,8 @@ func TestLsAsksOnce(t *testing.T) {
 	if err != nil {
 		testutil.SkipOrFail(t, "no ls")
 	}
-	live := t.TempDir()
-	f, err := New(Config{LiveDir: live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() }) // after the unmount, which Mount registers later
-	mnt, _ := testutil.Mount(t, f.Root(), Options())
 	const files = 200
-	dir := filepath.Join(mnt, "d")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for i := range files {
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f, dir := mountWithFiles(t, files)
 	lsl := func() int64 {
 		t.Helper()
 		before := f.xattrAsks.Load()
@@ -203,7 +173,7 @@ func TestLsAsksOnce(t *testing.T) {
 	if _, err := unix.Lgetxattr(p, "user.none", make([]byte, 256)); !errors.Is(err, unix.ENODATA) {
 		t.Fatalf("another absent xattr: %v, want ENODATA", err)
 	}
-	if _, err := unix.Lgetxattr(filepath.Join(mnt, HistoryName), xattrSELinux, make([]byte, 256)); !errors.Is(err, unix.EOPNOTSUPP) {
+	if _, err := unix.Lgetxattr(filepath.Join(filepath.Dir(dir), HistoryName), xattrSELinux, make([]byte, 256)); !errors.Is(err, unix.EOPNOTSUPP) {
 		t.Fatalf("the label of .history: %v, want EOPNOTSUPP", err)
 	}
 	label := []byte("system_u:object_r:user_home_t:s0\x00")
@@ -213,4 +183,27 @@ func TestLsAsksOnce(t *testing.T) {
 	if got := lgetxattr(t, p, xattrSELinux); !bytes.Equal(got, label) {
 		t.Fatalf("the label set through the mount reads %q, want %q", got, label)
 	}
+}
+
+// mountWithFiles mounts a live tree over a fresh directory with the
+// mount's options and makes n empty files in its directory d, which it
+// returns with the FS.
+func mountWithFiles(t *testing.T, n int) (*FS, string) {
+	t.Helper()
+	f, err := New(Config{LiveDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() }) // after the unmount, which Mount registers later
+	mnt, _ := testutil.Mount(t, f.Root(), Options())
+	dir := filepath.Join(mnt, "d")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f, dir
 }
