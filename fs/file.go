@@ -79,10 +79,7 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno {
 }
 
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	if err := syscall.Fsync(h.fd); err != nil {
-		return h.n.fsys.errno("fsync", err)
-	}
-	return h.n.fsynced(ctx, h.fd)
+	return h.n.fsync(ctx, h.fd)
 }
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
@@ -186,13 +183,10 @@ func (h *passthroughHandle) Flush(ctx context.Context) syscall.Errno {
 }
 
 func (h *passthroughHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	if err := syscall.Fsync(h.fd); err != nil {
-		return h.n.fsys.errno("fsync", err)
-	}
 	if !h.writable {
-		return 0
+		return h.n.fsys.errno("fsync", syscall.Fsync(h.fd))
 	}
-	return h.n.fsynced(ctx, h.fd)
+	return h.n.fsync(ctx, h.fd)
 }
 
 // Write is reached only when the kernel did not take the passthrough.

@@ -370,16 +370,35 @@ func (n *Node) released(fd int, passthrough, writable bool) {
 	n.sessionEnded()
 }
 
-// fsynced reports the changes so far, starts the next session, and
-// waits until the recorder has recorded them.
-func (n *Node) fsynced(ctx context.Context, fd int) syscall.Errno {
-	n.mu.Lock()
-	if n.sess == nil {
-		n.mu.Unlock()
+// fsync is fsync(2) through a handle of n on fd. The changes so far are
+// handed to the recorder before the live file is flushed, so that their
+// recording (reading the page cache, compressing, the store's own writes
+// and fsync) runs while the kernel writes the live file back; the call
+// returns once both are done. The recorder never needed the live file on
+// disk: it reads the same pages a revision recorded at close does. A
+// failed flush returns its error at once; the recording goes on.
+func (n *Node) fsync(ctx context.Context, fd int) syscall.Errno {
+	id, wait := n.fsyncReport(fd)
+	if err := syscall.Fsync(fd); err != nil {
+		return n.fsys.errno("fsync", err)
+	}
+	if !wait {
 		return 0
 	}
+	return n.fsys.errno("fsync", n.fsys.rec.Wait(ctx, id))
+}
+
+// fsyncReport reports the changes so far and starts the next session;
+// wait says whether the fsync must wait for the recorder to record file
+// id's reports.
+func (n *Node) fsyncReport(fd int) (id FileID, wait bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.sess == nil {
+		return id, false
+	}
 	reported := n.report(fd, true)
-	id := n.sess.id
+	id = n.sess.id
 	if reported {
 		// With nothing reported the session goes on, its Dirtied
 		// still covering it: a second Dirtied would leave the file
@@ -391,15 +410,10 @@ func (n *Node) fsynced(ctx context.Context, fd int) syscall.Errno {
 			n.dirtyingLocked() // a passthrough writer is still open
 		}
 	}
-	earlier := n.reported == id
-	n.mu.Unlock()
-	if !reported && !earlier {
-		return 0
-	}
 	// With nothing new to report, an earlier report may still be queued:
 	// an fsync retried after EINTR (Go's os.File.Sync retries) must not
 	// return before the revision the interrupted one reported.
-	return n.fsys.errno("fsync", n.fsys.rec.Wait(ctx, id))
+	return id, reported || n.reported == id
 }
 
 // report tells the Recorder about the session's change, if any, with
