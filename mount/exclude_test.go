@@ -333,3 +333,50 @@ func TestVerifyMountedExcludedPending(t *testing.T) {
 		}, nil)
 	})
 }
+
+// A snapshot after many new excluded files gives them their store files
+// together, before its build: one fsync of the ids file, not one each
+// (2,000 files took 18 s with the live tree frozen), and each file's
+// content is its first revision, as the snapshot holds it.
+func TestSnapshotOfManyExcludedFiles(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	var revs *liveRevs
+	cfg := Config{Store: store, Exclude: []string{"*.tmp"}}
+	cfg.testRevisions = func(r *liveRevs) fs.Revisions { revs = r; return r }
+	l := startWith(t, cfg)
+	const n = 300
+	content := func(i int) []byte { return fmt.Appendf(nil, "scratch %d\n", i) }
+	for i := range n {
+		writeIn(t, l.mnt, fmt.Sprintf("d%d/f%d.tmp", i%7, i), content(i))
+	}
+	writeIn(t, l.mnt, "kept.txt", []byte("kept\n"))
+	syncs := func() int {
+		revs.ls.mu.Lock()
+		defer revs.ls.mu.Unlock()
+		return revs.ls.sink.idSyncs
+	}
+	if err := l.rec.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := syncs()
+	if err := os.Mkdir(filepath.Join(l.mnt, ".snapshots", "s1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := syncs() - before; got > 2 {
+		t.Errorf("snapshot of %d new excluded files: %d fsyncs of the ids file, want at most 2", n, got)
+	}
+	for _, i := range []int{0, 1, 150, n - 1} {
+		rel := fmt.Sprintf("d%d/f%d.tmp", i%7, i)
+		got, err := os.ReadFile(filepath.Join(l.mnt, ".snapshots", "s1", rel))
+		if err != nil || !bytes.Equal(got, content(i)) {
+			t.Fatalf("snapshot's %s: %q, %v; want %q", rel, got, err, content(i))
+		}
+	}
+	l.stop(t)
+	for _, i := range []int{0, 77, n - 1} {
+		rel := fmt.Sprintf("d%d/f%d.tmp", i%7, i)
+		if got := revisionsAt(t, store, rel); len(got) != 1 || got[0] != string(content(i)) {
+			t.Fatalf("%s: revisions %q, want the snapshot's alone", rel, got)
+		}
+	}
+}

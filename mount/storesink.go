@@ -55,6 +55,7 @@ type storeSink struct {
 	forked      map[fs.FileID]index.RevID
 	forkedOrder []fs.FileID
 	saveWindow  time.Duration // see storesink_rename.go
+	idSyncs     int           // fsyncs of the ids file (tests count them)
 	live        string        // the live tree (STORE/live), see forkMoved
 	f           idsLog        // idsFile, for appending
 	// unwritten holds the records bound since the last syncIDs, which
@@ -534,6 +535,7 @@ func (s *storeSink) syncIDs() error {
 	if err := s.f.Sync(); err != nil {
 		return s.idsFailed(fmt.Errorf("fsync %s: %w", idsFile, err))
 	}
+	s.idSyncs++
 	return nil
 }
 
