@@ -205,37 +205,70 @@ func (db *DB) NewFile(name string) (FileID, error) {
 	return ids[0], nil
 }
 
-// NewFiles is NewFile for every name at once, in one transaction: the
-// files get consecutive FileIDs, in the order of names. An untar's
-// recording makes hundreds of files at a time, and a synced transaction
-// each measured as most of its time (one msync of badger's log per
-// transaction).
+// NewFiles is NewFile for every name at once: the files get consecutive
+// FileIDs, in the order of names, in one transaction when they fit in
+// one (newFilesChunk names at most, fewer if badger says the transaction
+// is too big), else in as many as they need, each durable on its own. An
+// untar's recording makes hundreds of files at a time, and a synced
+// transaction each measured as most of its time (one msync of badger's
+// log per transaction); a snapshot after 20,000 new excluded files makes
+// them all at once. A crash between two transactions leaves the first's
+// files allocated and unused: files with no revisions, which nothing
+// lists.
 func (db *DB) NewFiles(names []string) ([]FileID, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
+	ids := make([]FileID, 0, len(names))
+	chunk := newFilesChunk
+	for len(ids) < len(names) {
+		part := names[len(ids):]
+		part = part[:min(len(part), chunk)]
+		first, err := db.newFiles(part)
+		if errors.Is(err, badger.ErrTxnTooBig) && len(part) > 1 {
+			chunk = len(part) / 2
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("index: new file %q: %w", part[0], err)
+		}
+		for i := range part {
+			ids = append(ids, first+FileID(i))
+		}
+	}
+	if err := db.syncNewLogs(); err != nil { // powercut.go
+		return nil, err
+	}
+	return ids, nil
+}
+
+// newFilesChunk bounds the files NewFiles makes in one transaction.
+const newFilesChunk = 4096
+
+// newFiles makes a file for each name in one transaction and returns the
+// first one's FileID; the rest follow it.
+func (db *DB) newFiles(names []string) (FileID, error) {
 	db.alloc.Lock()
 	if db.nextFile == 0 {
 		if err := db.loadNextFile(); err != nil {
 			db.alloc.Unlock()
-			return nil, fmt.Errorf("index: new file %q: %w", names[0], err)
+			return 0, err
 		}
 	}
-	ids := make([]FileID, len(names))
 	if err := db.beginWrite(); err != nil {
 		db.alloc.Unlock()
-		return nil, fmt.Errorf("index: new file %q: %w", names[0], err)
+		return 0, err
 	}
+	first := db.nextFile
 	txn := db.bdb.NewTransaction(true)
 	var err error
 	for i, name := range names {
-		ids[i] = db.nextFile + FileID(i)
 		meta, _ := (&FileMeta{Name: name}).MarshalBinary()
-		if err = txn.Set(fileKey(ids[i]), meta); err != nil {
+		if err = txn.Set(fileKey(first+FileID(i)), meta); err != nil {
 			break
 		}
 	}
-	next := db.nextFile + FileID(len(names))
+	next := first + FileID(len(names))
 	if err == nil {
 		err = txn.Set(keyNextFile, binary.BigEndian.AppendUint64(nil, uint64(next)))
 	}
@@ -248,13 +281,7 @@ func (db *DB) NewFiles(names []string) ([]FileID, error) {
 		txn.CommitWith(func(err error) { done <- err })
 	}
 	db.alloc.Unlock()
-	if err := <-done; err != nil {
-		return nil, fmt.Errorf("index: new file %q: %w", names[0], err)
-	}
-	if err := db.syncNewLogs(); err != nil { // powercut.go
-		return nil, err
-	}
-	return ids, nil
+	return first, <-done
 }
 
 // loadNextFile reads the stored counter, with alloc held.

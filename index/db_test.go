@@ -3,8 +3,10 @@ package index
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -89,6 +91,38 @@ func TestNewFilesOneTransaction(t *testing.T) {
 	next, err := db.NewFile("f")
 	if err != nil || next != ids[len(ids)-1]+1 {
 		t.Fatalf("after reopen NewFile = %d (%v), want %d", next, err, ids[len(ids)-1]+1)
+	}
+}
+
+// TestNewFilesTooManyForOneTransaction: more names than one badger
+// transaction holds (a snapshot after 20,000 new excluded files) are
+// allocated in several, still consecutive, every name recorded.
+func TestNewFilesTooManyForOneTransaction(t *testing.T) {
+	db, _ := openTest(t)
+	const n = 60000
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("node_modules/pkg%d/%s", i, strings.Repeat("x", 80))
+	}
+	ids, err := db.NewFiles(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != n {
+		t.Fatalf("%d ids for %d names", len(ids), n)
+	}
+	for i, id := range ids {
+		if id != ids[0]+FileID(i) {
+			t.Fatalf("id %d is %d, want %d: not consecutive", i, id, ids[0]+FileID(i))
+		}
+	}
+	for _, i := range []int{0, 4095, 4096, n / 2, n - 1} {
+		if m, err := db.File(ids[i]); err != nil || m.Name != names[i] {
+			t.Fatalf("file %d: %+v (%v), want name %q", ids[i], m, err, names[i])
+		}
+	}
+	if next, err := db.NewFile("after"); err != nil || next != ids[n-1]+1 {
+		t.Fatalf("NewFile after them = %d (%v), want %d", next, err, ids[n-1]+1)
 	}
 }
 
