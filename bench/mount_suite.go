@@ -88,21 +88,29 @@ func runMountSuite(env *Env) (Report, error) {
 	return rep, nil
 }
 
-// measureWorkload runs w -n times on each kind, each from a fresh target.
+// measureWorkload runs w -n times on each kind, each from a fresh
+// target. The kinds take turns within each round (native, loopback,
+// deltafs, then again), so that a machine that slows down or speeds up
+// during the run (these shared machines do, by tens of percent within
+// minutes) moves every kind's figures alike instead of the ratios: run
+// kind by kind, the loopback's three M3 runs and deltafs's three came
+// minutes apart.
 func (e *Env) measureWorkload(w mWorkload, bin string) (mResult, error) {
 	r := mResult{w: w, by: map[fsKind]map[string]phase{}, facts: map[fsKind]map[string]int64{}}
-	for _, kind := range fsKinds {
-		var runs []map[string]phase
-		var facts []map[string]int64
-		for i := range e.Opts.Runs {
+	runs := map[fsKind][]map[string]phase{}
+	facts := map[fsKind][]map[string]int64{}
+	for i := range e.Opts.Runs {
+		for _, kind := range fsKinds {
 			e.Logf("%s on %s, run %d/%d", w.id, kind, i+1, e.Opts.Runs)
 			ph, f, err := e.oneRun(w, kind, bin)
 			if err != nil {
 				return r, fmt.Errorf("%s: %w", kind, err)
 			}
-			runs, facts = append(runs, ph), append(facts, f)
+			runs[kind], facts[kind] = append(runs[kind], ph), append(facts[kind], f)
 		}
-		r.by[kind], r.facts[kind] = medianPhases(runs), medianFacts(facts)
+	}
+	for _, kind := range fsKinds {
+		r.by[kind], r.facts[kind] = medianPhases(runs[kind]), medianFacts(facts[kind])
 	}
 	return r, nil
 }
