@@ -30,6 +30,8 @@ func TestHelperProcess(t *testing.T) {
 		err = helperPutLoop(dir, true)
 	case "powercut":
 		err = helperPowerCut(dir)
+	case "pcut-repack", "pcut-gc":
+		err = helperPcut(dir, role == "pcut-gc")
 	default:
 		err = fmt.Errorf("unknown helper role %q", role)
 	}

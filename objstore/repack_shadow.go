@@ -67,8 +67,10 @@ func openShadow(dir string, opt RepackOptions, kept map[uint32]bool) (*Store, er
 	if err := removeShadow(sdir); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(sdir, 0o700); err != nil {
-		return nil, fmt.Errorf("objstore: repack: %w", err)
+	// Durably: the switch copies the shadow's entries into the live index
+	// once SWITCH is in it, so its name must survive a power cut.
+	if err := mkdirAllSync(sdir, 0o700); err != nil {
+		return nil, err
 	}
 	s, err := openLocked(sdir, cfg, nil, true)
 	if err != nil {
