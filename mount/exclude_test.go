@@ -380,3 +380,35 @@ func TestSnapshotOfManyExcludedFiles(t *testing.T) {
 		}
 	}
 }
+
+// An excluded temp file still empty when a snapshot is taken, then
+// written and renamed over a file, continues that file's history: the
+// snapshot records nothing for an empty file, and must not leave it
+// bound to a store file of its own, which would make it look as if it
+// had a history (see reservePending).
+func TestEmptyExcludedFileAtSnapshotThenSavedOver(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := startWith(t, Config{Store: store, Exclude: []string{"*.tmp"}})
+	v1 := testutil.Bytes(8, 100_000)
+	v2 := append(bytes.Clone(v1[:50_000]), append([]byte("an edit"), v1[50_000:]...)...)
+	writeIn(t, l.mnt, "out", v1)
+	l.recorded(t, 1)
+	writeIn(t, l.mnt, "out.tmp", nil)
+	if err := l.rec.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(l.mnt, ".snapshots", "s1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeIn(t, l.mnt, "out.tmp", v2)
+	if err := os.Rename(filepath.Join(l.mnt, "out.tmp"), filepath.Join(l.mnt, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.rec.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l.stop(t)
+	if got := revisionsAt(t, store, "out"); len(got) != 2 || got[0] != string(v1) || got[1] != string(v2) {
+		t.Fatalf("out: %d revisions, want v1 then the saved v2", len(got))
+	}
+}

@@ -33,16 +33,31 @@ type lockedSink struct {
 	// tree (snapshotter.hold), so that writers do not wait for the disk.
 	deferring bool
 	commits   []func() error
+	// reserved holds store files made before a build for pending live
+	// files that have none (reservePending); the build binds one where it
+	// records the file's first revision.
+	reserved map[fs.FileID]index.FileID
 }
 
 // commitDeferred ends deferring and runs the commits deferred, with mu
 // held.
+// The ids records the build appended are made durable first, with one
+// fsync (liveRevs.record leaves it to here while deferring): a revision
+// must not be durable before the mapping that names its store file. If
+// that fsync fails, no commit is run here (the sink is broken then, see
+// storeSink.idsFailed).
 func (l *lockedSink) commitDeferred() error {
 	var errs []error
+	if l.sink != nil { // nil: a store opened read-only records nothing
+		if err := l.sink.syncIDs(); err != nil {
+			errs = append(errs, err)
+			l.commits = nil
+		}
+	}
 	for _, commit := range l.commits {
 		errs = append(errs, commit())
 	}
-	l.deferring, l.commits = false, nil
+	l.deferring, l.commits, l.reserved = false, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -247,7 +262,10 @@ func (r *liveRevs) record(ctx context.Context, id fs.FileID, fid index.FileID, k
 	s := r.ls.sink
 	if !known {
 		var err error
-		if fid, err = r.st.NewFile(r.rel(path)); err != nil {
+		if rf, ok := r.ls.reserved[id]; ok && !id.IsZero() {
+			fid = rf // made before the build (reservePending)
+			delete(r.ls.reserved, id)
+		} else if fid, err = r.st.NewFile(r.rel(path)); err != nil {
 			return index.Entry{}, err
 		}
 		if !id.IsZero() {
@@ -256,8 +274,10 @@ func (r *liveRevs) record(ctx context.Context, id fs.FileID, fid index.FileID, k
 			}
 		}
 	}
-	if err := s.syncIDs(); err != nil { // the mapping before the revision
-		return index.Entry{}, err
+	if !r.ls.deferring { // else commitDeferred fsyncs once, first
+		if err := s.syncIDs(); err != nil { // the mapping before the revision
+			return index.Entry{}, err
+		}
 	}
 	req := objstore.PutRequest{File: fid, P1: prev, Time: at, Name: r.rel(path)}
 	e, commit, err := r.st.PutFrom(ctx, req, src, src.Size(), nil)

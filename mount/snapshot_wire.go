@@ -35,7 +35,7 @@ func newSnapshotParts(st *objstore.Store, live string, ls *lockedSink, jnl *jour
 		revs := &liveRevs{st: st, ls: ls, live: live}
 		if jnl != nil {
 			revs.clean = jnl.clean
-			p.assign = func() error { return ls.assignPending(jnl.entries()) }
+			p.assign = func() error { return ls.reservePending(jnl) }
 		}
 		p.snap.b, p.snap.revs, p.snap.sink = p.tree, revs, ls
 		if cfg.testRevisions != nil {
