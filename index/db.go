@@ -205,8 +205,10 @@ func (db *DB) NewFile(name string) (FileID, error) {
 	return ids[0], nil
 }
 
-// NewFiles is NewFile for every name at once: the files get consecutive
-// FileIDs, in the order of names, in one transaction when they fit in
+// NewFiles is NewFile for every name at once: the files get FileIDs in
+// the order of names, consecutive unless another NewFiles takes some
+// between two of its transactions (the mount's callers hold its sink's
+// lock), in one transaction when they fit in
 // one (newFilesChunk names at most, fewer if badger says the transaction
 // is too big), else in as many as they need, each durable on its own. An
 // untar's recording makes hundreds of files at a time, and a synced

@@ -41,6 +41,7 @@ type lockedSink struct {
 
 // commitDeferred ends deferring and runs the commits deferred, with mu
 // held.
+//
 // The ids records the build appended are made durable first, with one
 // fsync (liveRevs.record leaves it to here while deferring): a revision
 // must not be durable before the mapping that names its store file. If
@@ -262,7 +263,7 @@ func (r *liveRevs) record(ctx context.Context, id fs.FileID, fid index.FileID, k
 	s := r.ls.sink
 	if !known {
 		var err error
-		if rf, ok := r.ls.reserved[id]; ok && !id.IsZero() {
+		if rf, ok := r.ls.reserved[id]; ok { // never a zero id
 			fid = rf // made before the build (reservePending)
 			delete(r.ls.reserved, id)
 		} else if fid, err = r.st.NewFile(r.rel(path)); err != nil {

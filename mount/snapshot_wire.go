@@ -15,7 +15,7 @@ import (
 // builder, and the automatic snapshots.
 type snapshotParts struct {
 	snap     *snapshotter
-	assign   func() error    // store files for the pending files (assignPending)
+	reserve  func() error    // store files for the pending files (reservePending)
 	hist     *historian      // log, cat and restore on the control socket
 	tree     *fs.TreeBuilder // nil on a read-only mount
 	ctl      *controlServer
@@ -35,7 +35,7 @@ func newSnapshotParts(st *objstore.Store, live string, ls *lockedSink, jnl *jour
 		revs := &liveRevs{st: st, ls: ls, live: live}
 		if jnl != nil {
 			revs.clean = jnl.clean
-			p.assign = func() error { return ls.reservePending(jnl) }
+			p.reserve = func() error { return ls.reservePending(jnl) }
 		}
 		p.snap.b, p.snap.revs, p.snap.sink = p.tree, revs, ls
 		if cfg.testRevisions != nil {
@@ -66,10 +66,10 @@ func (p *snapshotParts) prepareWith(rec *Recorder, fsys *fs.FS) {
 	}
 	p.snap.prepare = func(ctx context.Context) error {
 		fsys.WaitReleases(ctx)
-		if err := rec.Sync(ctx); err != nil || p.assign == nil {
+		if err := rec.Sync(ctx); err != nil || p.reserve == nil {
 			return err
 		}
-		return p.assign()
+		return p.reserve()
 	}
 	p.snap.freeze, p.snap.writers = fsys.Freeze, fsys.Writers
 }

@@ -43,7 +43,7 @@ func (l *lockedSink) reservePending(j *journal) error {
 		_, forked := s.forked[id]
 		_, adopting := s.adopting[id]
 		_, reserved := l.reserved[id]
-		if id.IsZero() || known || forked || adopting || reserved || !j.continues(id).IsZero() {
+		if id.IsZero() || known || forked || adopting || reserved || !p.continues.IsZero() {
 			continue
 		}
 		ids, names = append(ids, id), append(names, p.path)
