@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
 	"github.com/deltafs/deltafs/objstore"
 )
@@ -210,5 +211,66 @@ func TestDeletedFileNamedByItsLastPath(t *testing.T) {
 	}
 	if _, data, err := c.Cat(ctx, Target{Path: "e/a.txt"}, RevSpec{}); err != nil || string(data) != "moved, then removed\n" {
 		t.Fatalf("cat of the path it was removed from: %q, %v", data, err)
+	}
+}
+
+// TestSnapshotDuringRestoreOfDeletedFile: a snapshot taken while a
+// restore of a deleted file has written its content but not yet fsynced
+// it (restoreDeletedMounted: the live file is bound to the deleted
+// store file only in storeSink.adopting) records that content for the
+// snapshot, as the next revision of the deleted file's history, not as
+// the first of a new store file: the restore then continues that
+// history, as it does without the snapshot.
+func TestSnapshotDuringRestoreOfDeletedFile(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	ctx := context.Background()
+	var revs *liveRevs
+	cfg := Config{Store: store}
+	cfg.testRevisions = func(r *liveRevs) fs.Revisions { revs = r; return r }
+	l := startWith(t, cfg)
+	old := bytes.Repeat([]byte("the deleted file's content\n"), 100)
+	mustDo(t, os.WriteFile(l.mnt+"/notes.txt", old, 0o644))
+	mustDo(t, l.rec.Sync(ctx))
+	mustDo(t, os.Remove(l.mnt+"/notes.txt"))
+	c := connect(t, l.mnt, false)
+	list := deletedPaths(t, c, "")
+	if len(list) != 1 || list[0].Revisions != 1 {
+		t.Fatalf("deleted: %+v", list)
+	}
+	fid := index.FileID(list[0].File)
+
+	// What restoreDeletedMounted does, with a snapshot between its write
+	// and its fsync.
+	f, err := os.OpenFile(l.mnt+"/notes.txt", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	mustDo(t, err)
+	id, err := readFileID(filepath.Join(store, liveDir, "notes.txt"))
+	mustDo(t, err)
+	s := revs.ls.sink
+	revs.ls.mu.Lock()
+	before := s.prev(fid)
+	s.adopting[id], s.restoring[fid] = fid, before
+	revs.ls.mu.Unlock()
+	_, err = f.Write(old)
+	mustDo(t, err)
+	mustDo(t, os.Mkdir(l.mnt+"/.snapshots/during", 0o755))
+	mustDo(t, errors.Join(f.Sync(), f.Close()))
+	mustDo(t, l.rec.Flush(ctx, id))
+	revs.ls.mu.Lock()
+	delete(s.adopting, id)
+	delete(s.restoring, fid)
+	now, bound := s.prev(fid), s.ids[id]
+	revs.ls.mu.Unlock()
+	if now == before || bound != fid {
+		t.Errorf("the restored file is bound to store file %d (want %d), whose newest revision is %v (was %v)", bound, fid, now, before)
+	}
+	lg, err := c.Log(ctx, Target{Path: "notes.txt"})
+	if err != nil || lg.Deleted || lg.File != uint64(fid) || len(lg.Revisions) < 2 {
+		t.Fatalf("log of the restored file: file %d (want %d), %d revisions, deleted %v, %v", lg.File, fid, len(lg.Revisions), lg.Deleted, err)
+	}
+	if n := len(deletedPaths(t, c, "")); n != 0 {
+		t.Errorf("%d deleted files after the restore", n)
+	}
+	if b, err := os.ReadFile(l.mnt + "/.snapshots/during/notes.txt"); err != nil || !bytes.Equal(b, old) {
+		t.Errorf("the snapshot's copy: %d bytes, %v", len(b), err)
 	}
 }

@@ -126,8 +126,16 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 	if id.IsZero() {
 		known = false
 	}
+	if !known && !id.IsZero() {
+		// A deleted file a restore is making again, written but not yet
+		// reported (restoreDeletedMounted): its content is the next
+		// revision of that history, as the recorder would record it
+		// (storeSink.stage), not the first of a new store file; record
+		// binds it.
+		fid = s.adopting[id]
+	}
 	var prev index.RevID
-	if known {
+	if known || fid != 0 {
 		prev = s.prev(fid)
 	}
 	if prev.IsNull() && size == 0 {
@@ -256,18 +264,21 @@ func (r *liveRevs) textHash(ctx context.Context, e index.Entry) (h uint64, ok bo
 	return h, true
 }
 
-// record stores src as the next revision of the live file, named (a new
-// store file) by its live-relative path, as the recorder names it. at is
-// when src is read.
+// record stores src as the next revision of the live file, of store
+// file fid if known; else it binds the live file to fid if not zero (a
+// restored file's, see Revision), or to a new store file named by its
+// live-relative path, as the recorder names it. at is when src is read.
 func (r *liveRevs) record(ctx context.Context, id fs.FileID, fid index.FileID, known bool, path string, prev index.RevID, src *io.SectionReader, at time.Time) (index.Entry, error) {
 	s := r.ls.sink
 	if !known {
-		var err error
-		if rf, ok := r.ls.reserved[id]; ok { // never a zero id
-			fid = rf // made before the build (reservePending)
-			delete(r.ls.reserved, id)
-		} else if fid, err = r.st.NewFile(r.rel(path)); err != nil {
-			return index.Entry{}, err
+		if fid == 0 { // (a store file reserved for a restored one stays unused)
+			var err error
+			if rf, ok := r.ls.reserved[id]; ok { // never a zero id
+				fid = rf // made before the build (reservePending)
+				delete(r.ls.reserved, id)
+			} else if fid, err = r.st.NewFile(r.rel(path)); err != nil {
+				return index.Entry{}, err
+			}
 		}
 		if !id.IsZero() {
 			if err := s.bind(id, fid); err != nil {
