@@ -58,6 +58,20 @@ func helperHoldLock(dir string) error {
 // stdout line, which it returns with the command and a line reader.
 func startHelper(t *testing.T, role, dir string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, string) {
 	t.Helper()
+	cmd, stdin, r := startHelperNoWait(t, role, dir)
+	first, err := r.ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("helper %s: %v", role, err)
+	}
+	return cmd, stdin, r, strings.TrimSpace(first)
+}
+
+// startHelperNoWait is startHelper without waiting for the helper's
+// first line: it may still be opening its store.
+func startHelperNoWait(t *testing.T, role, dir string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+role, "OBJSTORE_DIR="+dir)
 	cmd.Stderr = os.Stderr
@@ -72,12 +86,5 @@ func startHelper(t *testing.T, role, dir string) (*exec.Cmd, io.WriteCloser, *bu
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	r := bufio.NewReader(out)
-	first, err := r.ReadString('\n')
-	if err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("helper %s: %v", role, err)
-	}
-	return cmd, stdin, r, strings.TrimSpace(first)
+	return cmd, stdin, bufio.NewReader(out)
 }

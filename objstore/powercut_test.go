@@ -58,11 +58,12 @@ func TestPowerCut(t *testing.T) {
 		chain = n
 	}
 	start := time.Now()
-	total := 0
+	total, openCuts, torn := 0, 0, 0
 	var img string // the previous round's disk, or "": a new store
 	acks := &powerCutAcks{}
 	for round := range rounds {
 		if round%chain == 0 {
+			openCuts, torn = openCuts+acks.openCuts, torn+acks.torn
 			img, acks = "", &powerCutAcks{snaps: map[string]index.RevID{}}
 		}
 		before := acks.n()
@@ -75,15 +76,18 @@ func TestPowerCut(t *testing.T) {
 	if total < rounds {
 		t.Errorf("only %d acknowledged operations over %d rounds: the loop did not exercise much", total, rounds)
 	}
-	t.Logf("%d rounds, %d acknowledged operations, %v", rounds, total, time.Since(start))
+	openCuts, torn = openCuts+acks.openCuts, torn+acks.torn
+	if rounds >= powerCutRounds && torn == 0 {
+		t.Errorf("no unsynced sector survived a cut in %d rounds: the torn rounds tore nothing", rounds)
+	}
+	t.Logf("%d rounds, %d acknowledged operations, %d cuts inside an open, %d unsynced sectors kept, %v", rounds, total, openCuts, torn, time.Since(start))
 }
 
 // envPowerCutChain sets how many rounds run on one store (default
 // powerCutChain): each after the first starts from the previous round's
-// disk, so that the power is cut again soon after a recovery (the
-// index's logs replayed and badger flushing them, the segments' tail
-// cut), and what earlier rounds acknowledged must survive it. (The cut
-// comes after Open returned, never inside it.)
+// disk, so that the power is cut again during or soon after a recovery
+// (the index's logs replayed and badger flushing them, the segments'
+// tail cut), and what earlier rounds acknowledged must survive it.
 const envPowerCutChain = "DELTAFS_POWERCUT_CHAIN"
 
 const powerCutChain = 3
@@ -93,6 +97,11 @@ type powerCutAcks struct {
 	mu    sync.Mutex
 	revs  []ack
 	snaps map[string]index.RevID // snapshot name -> the revision it holds
+	// open is how long the helper's last open took; openCuts counts
+	// the cuts that came before the helper was ready.
+	open     time.Duration
+	openCuts int
+	torn     int // unsynced sectors the cuts kept
 }
 
 func (a *powerCutAcks) n() int {
@@ -106,18 +115,30 @@ func (a *powerCutAcks) n() int {
 // Crash): a process does not outlive a power cut, and a store left open
 // on a dead disk would keep retrying its writes (badger's flush) for
 // ever.
+//
+// A round that starts from a previous round's disk cuts the power, one
+// time in two, while the helper is still opening the store: inside its
+// recovery (the index's logs replayed, the segments' torn tails cut),
+// at a random moment before the time the last open took. Every other
+// round tears the writes not yet synced (crashfs.Options.TornSeed):
+// some reach the disk, in part, as a disk's unfinished writeback
+// leaves them.
 func powerCutRound(t *testing.T, round int, from string, acks *powerCutAcks) string {
 	r := rand.New(rand.NewPCG(2026, uint64(round)))
-	fsys := crashfs.MountT(t, crashfs.Options{From: from})
+	var torn uint64 // every other round, unsynced writes survive in part
+	if round%2 == 1 {
+		torn = uint64(round)
+	}
+	fsys := crashfs.MountT(t, crashfs.Options{From: from, TornSeed: torn})
 	dir := filepath.Join(fsys.Dir(), "store")
 	// Small segments, so that rounds roll to new segment files.
 	t.Setenv(envPowerCutSegment, fmt.Sprint(16<<10+r.IntN(64<<10)))
 	t.Setenv(envPowerCutRound, fmt.Sprint(round))
-	cmd, _, out, first := startHelper(t, "powercut", dir)
-	if first != "ready" {
-		t.Fatalf("round %d: helper said %q", round, first)
-	}
+	inOpen := from != "" && acks.open > 0 && r.IntN(2) == 0
+	began := time.Now()
+	cmd, _, out := startHelperNoWait(t, "powercut", dir)
 	acked := acks.n()
+	ready := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -125,7 +146,9 @@ func powerCutRound(t *testing.T, round int, from string, acks *powerCutAcks) str
 		for sc.Scan() {
 			var f, rev, h uint64
 			var name string
-			if _, err := fmt.Sscanf(sc.Text(), "ok %d %d %d", &f, &rev, &h); err == nil {
+			if sc.Text() == "ready" {
+				close(ready)
+			} else if _, err := fmt.Sscanf(sc.Text(), "ok %d %d %d", &f, &rev, &h); err == nil {
 				acks.mu.Lock()
 				acks.revs = append(acks.revs, ack{id: index.RevID{File: index.FileID(f), Rev: index.Rev(rev)}, hash: h})
 				acks.mu.Unlock()
@@ -138,17 +161,36 @@ func powerCutRound(t *testing.T, round int, from string, acks *powerCutAcks) str
 		}
 	}()
 
-	// Cut the power after a random number of acknowledgements (0: at
-	// once, during the writers' first puts) plus a random wait.
-	want := acked + r.IntN(12)
-	for deadline := time.Now().Add(20 * time.Second); acks.n() < want && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+	if inOpen {
+		time.Sleep(time.Duration(r.Int64N(int64(acks.open))))
+		select {
+		case <-ready:
+		default:
+			acks.openCuts++
+		}
+	} else {
+		select {
+		case <-ready:
+			acks.open = time.Since(began)
+		case <-done:
+			cmd.Wait()
+			t.Fatalf("round %d: the helper stopped before it was ready", round)
+		}
+		// Cut the power after a random number of acknowledgements (0:
+		// at once, during the writers' first puts) plus a random wait.
+		want := acked + r.IntN(12)
+		for deadline := time.Now().Add(20 * time.Second); acks.n() < want && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(time.Duration(r.IntN(20)) * time.Millisecond)
 	}
-	time.Sleep(time.Duration(r.IntN(20)) * time.Millisecond)
 	fsys.CrashT(t)
 	cmd.Process.Kill()
 	<-done
 	cmd.Wait()
+	if st, err := fsys.Stats(); err == nil {
+		acks.torn += st.TornSectors
+	}
 
 	img := fsys.MaterializeT(t)
 	// The next round starts from the disk as the power cut left it, not

@@ -28,7 +28,8 @@
 //     both names or neither (each directory is durable on its own);
 //   - a file never fsynced but named by a durable entry is empty (with the
 //     mode it was created with): the worst a journaling file system with
-//     delayed allocation leaves;
+//     delayed allocation leaves (Options.TornSeed keeps some unsynced
+//     writes as well, torn at random);
 //   - a new directory starts durable and empty; its name is durable at
 //     its parent's fsync.
 //
@@ -100,6 +101,11 @@ type Options struct {
 	// output, to cut the power again during recovery). Regular files
 	// and directories only; hard links stay links.
 	From string
+	// TornSeed, if not zero, tears writes at a crash: some of what was
+	// written since a file's last fsync is durable too, chosen at random
+	// from this seed (see fsys.tear). The strict and Ext4Like models
+	// keep none of it.
+	TornSeed uint64
 	// Debug logs every FUSE request.
 	Debug bool
 }
@@ -137,6 +143,10 @@ type obj struct {
 // Stats count what the file system was asked to do.
 type Stats struct {
 	Fsyncs, DirFsyncs, Writes, Renames int
+	// TornSectors counts the unsynced sectors a crash kept
+	// (Options.TornSeed), TornSizes the files whose unsynced growth it
+	// kept.
+	TornSectors, TornSizes int
 }
 
 // fsys is the file system, served in a child process (see serve.go).

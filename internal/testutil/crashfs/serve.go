@@ -85,6 +85,9 @@ func serveMain(arg string) int {
 		switch cmd {
 		case "crash":
 			f.mu.Lock()
+			if !f.crashed && a.Opt.TornSeed != 0 {
+				f.tear(a.Opt.TornSeed)
+			}
 			f.crashed = true
 			f.mu.Unlock()
 			fmt.Println("ok")
