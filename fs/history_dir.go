@@ -41,8 +41,9 @@ func (v *histView) livePath(n *gofs.Inode) string {
 	return filepath.Join(v.fsys.live, n.Path(v.root))
 }
 
-// histReadOnly refuses every change to a node of .history.
-type histReadOnly struct{}
+// histReadOnly refuses every change to a node of .history (and syncs
+// nothing).
+type histReadOnly struct{ nothingToSync }
 
 func (histReadOnly) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	return syscall.EROFS
@@ -98,6 +99,7 @@ var (
 	_ = (gofs.NodeMkdirer)((*histDir)(nil))
 	_ = (gofs.NodeCreater)((*histDir)(nil))
 	_ = (gofs.NodeMknoder)((*histDir)(nil))
+	_ = (gofs.NodeFsyncer)((*histDir)(nil))
 	_ = (gofs.NodeSymlinker)((*histDir)(nil))
 	_ = (gofs.NodeLinker)((*histDir)(nil))
 	_ = (gofs.NodeUnlinker)((*histDir)(nil))

@@ -19,6 +19,7 @@ import (
 type SnapshotsDir struct {
 	gofs.Inode
 	noNewEntries
+	nothingToSync
 	v     *view
 	start time.Time // when it was made: its times until a snapshot changes
 	live  string    // the live directory, whose root's owner it takes (liveRootOwner); "" in tests: root's
@@ -33,6 +34,7 @@ var (
 	_ = (gofs.NodeCreater)((*SnapshotsDir)(nil))
 	_ = (gofs.NodeGetattrer)((*SnapshotsDir)(nil))
 	_ = (gofs.NodeSetattrer)((*SnapshotsDir)(nil))
+	_ = (gofs.NodeFsyncer)((*SnapshotsDir)(nil))
 )
 
 // NewSnapshotsDir returns the .snapshots directory over s; log receives

@@ -72,6 +72,7 @@ func (v *view) newNode(ctx context.Context, parent *gofs.Inode, s index.Snapshot
 // were, every change refused with EROFS.
 type viewNode struct {
 	gofs.Inode
+	nothingToSync
 	v    *view
 	snap index.SnapshotID
 	e    index.TreeEntry
@@ -84,6 +85,7 @@ var (
 	_ = (gofs.NodeListxattrer)((*viewNode)(nil))
 	_ = (gofs.NodeSetxattrer)((*viewNode)(nil))
 	_ = (gofs.NodeRemovexattrer)((*viewNode)(nil))
+	_ = (gofs.NodeFsyncer)((*viewNode)(nil))
 	_ = (gofs.NodeLookuper)((*viewDir)(nil))
 	_ = (gofs.NodeReaddirer)((*viewDir)(nil))
 	_ = (gofs.NodeMkdirer)((*viewDir)(nil))
