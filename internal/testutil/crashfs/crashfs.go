@@ -20,9 +20,10 @@
 //     "data and size" from fsync's "and the rest", and it does not tear
 //     writes: a write is all there or not at all (its last fsync's);
 //   - a directory's entries (a create, mkdir, link, unlink, rmdir, or
-//     either side of a rename) become durable only at an fsync of that
-//     directory (FSYNCDIR). A file fsynced in a directory never fsynced
-//     since its creation is gone after a crash; a rename whose two
+//     either side of a rename) and its extended attributes become
+//     durable only at an fsync of that directory (FSYNCDIR). A file
+//     fsynced in a directory never fsynced since its creation is gone
+//     after a crash; a rename whose two
 //     directories were not fsynced reverts; a rename between two
 //     directories of which only one was fsynced leaves the file under
 //     both names or neither (each directory is durable on its own);
@@ -71,6 +72,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -99,7 +101,8 @@ type Options struct {
 	// From, if set, is a directory whose tree the file system starts
 	// with, all of it durable (a disk after a reboot; Materialize's
 	// output, to cut the power again during recovery). Regular files
-	// and directories only; hard links stay links.
+	// and directories only; hard links stay links; user extended
+	// attributes are kept, of files and directories.
 	From string
 	// TornSeed, if not zero, tears writes at a crash: some of what was
 	// written since a file's last fsync is durable too, chosen at random
@@ -126,8 +129,8 @@ type obj struct {
 	size  int64
 	pages []page // nil page: zeros
 	dirty map[int]bool
-	cut   int // pages from here on were truncated away since the last sync; -1 none
-	xattr map[string][]byte
+	cut   int               // pages from here on were truncated away since the last sync; -1 none
+	xattr map[string][]byte // a file's or a directory's
 
 	// regular file, durable
 	dsize  int64
@@ -135,7 +138,8 @@ type obj struct {
 	dmode  uint32
 	dxattr map[string][]byte
 
-	// directory
+	// directory (its durable extended attributes are dxattr too, made
+	// durable at its fsync with its entries)
 	ents  map[string]*obj
 	dents map[string]*obj
 }
@@ -221,6 +225,11 @@ func (f *fsys) materialize(d *obj, path string, written map[*obj]string, onPath 
 				return err
 			}
 			delete(onPath, o)
+			for name, v := range o.dxattr {
+				if err := unix.Setxattr(p, name, v, 0); err != nil {
+					return err
+				}
+			}
 			if err := os.Chmod(p, os.FileMode(o.mode&0o777)); err != nil {
 				return err
 			}
@@ -290,6 +299,9 @@ func (f *fsys) load(d *obj, dir string, inos map[uint64]*obj) error {
 		switch {
 		case fi.IsDir():
 			o = f.newDir(uint32(fi.Mode().Perm()))
+			if o.xattr, err = loadXattrs(p); err != nil {
+				return err
+			}
 			if err := f.load(o, p, inos); err != nil {
 				return err
 			}
@@ -305,6 +317,9 @@ func (f *fsys) load(d *obj, dir string, inos map[uint64]*obj) error {
 			o = f.newFile(uint32(fi.Mode().Perm()))
 			o.writeAt(b, 0)
 			o.resize(fi.Size())
+			if o.xattr, err = loadXattrs(p); err != nil {
+				return err
+			}
 			f.syncFile(o)
 			inos[st.Ino] = o
 		}
@@ -313,6 +328,37 @@ func (f *fsys) load(d *obj, dir string, inos map[uint64]*obj) error {
 	}
 	f.syncDir(d)
 	return nil
+}
+
+// loadXattrs reads the user extended attributes of the file or
+// directory at p (a store may keep identities there: deltafs's live
+// files do). Other namespaces (security.*, a host's labels) are not the
+// store's and are left out.
+func loadXattrs(p string) (map[string][]byte, error) {
+	sz, err := unix.Llistxattr(p, nil)
+	if err != nil || sz == 0 {
+		return nil, err
+	}
+	buf := make([]byte, sz)
+	if sz, err = unix.Llistxattr(p, buf); err != nil {
+		return nil, err
+	}
+	m := map[string][]byte{}
+	for _, name := range strings.Split(strings.TrimSuffix(string(buf[:sz]), "\x00"), "\x00") {
+		if !strings.HasPrefix(name, "user.") {
+			continue
+		}
+		n, err := unix.Lgetxattr(p, name, nil)
+		if err != nil {
+			return nil, err
+		}
+		v := make([]byte, n)
+		if n, err = unix.Lgetxattr(p, name, v); err != nil {
+			return nil, err
+		}
+		m[name] = v[:n]
+	}
+	return m, nil
 }
 
 // syncFile makes o's current content durable.
@@ -337,9 +383,10 @@ func (f *fsys) syncFile(o *obj) {
 	o.cut = -1
 }
 
-// syncDir makes d's current entries durable.
+// syncDir makes d's current entries and extended attributes durable.
 func (f *fsys) syncDir(d *obj) {
 	d.dents = maps(d.ents)
+	d.dxattr = cloneXattr(d.xattr)
 }
 
 func maps(m map[string]*obj) map[string]*obj {
@@ -805,9 +852,6 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 		return e
 	}
 	defer n.unlock()
-	if n.o.dir {
-		return syscall.EOPNOTSUPP // directories' attributes are not modelled
-	}
 	_, ok := n.o.xattr[attr]
 	switch {
 	case flags&unix.XATTR_CREATE != 0 && ok:

@@ -368,3 +368,51 @@ func TestFrom(t *testing.T) {
 		t.Errorf("d/a and b are not one file in the image")
 	}
 }
+
+// TestXattrsFrom: user extended attributes of files and directories are
+// durable at their fsync, written out by Materialize, and kept by a file
+// system started From the image (a store keeps identities there: a
+// deltafs live tree's files, and its probe of the live directory).
+func TestXattrsFrom(t *testing.T) {
+	get := func(p, name string) string {
+		t.Helper()
+		v := make([]byte, 64)
+		n, err := unix.Getxattr(p, name, v)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return string(v[:n])
+	}
+	f := MountT(t, Options{})
+	m := f.Dir()
+	mkdir(t, filepath.Join(m, "d"))
+	writeFile(t, filepath.Join(m, "d", "a"), []byte("a"), false)
+	for _, p := range []string{filepath.Join(m, "d"), filepath.Join(m, "d", "a")} {
+		if err := unix.Setxattr(p, "user.id", []byte("one"), 0); err != nil {
+			t.Fatalf("setxattr %s: %v", p, err)
+		}
+	}
+	fsyncPath(t, filepath.Join(m, "d", "a"))
+	syncDir(t, filepath.Join(m, "d"))
+	syncDir(t, m)
+	// not durable: no fsync of the directory after it
+	if err := unix.Setxattr(filepath.Join(m, "d"), "user.id", []byte("two"), 0); err != nil {
+		t.Fatal(err)
+	}
+	img := crash(t, f)
+	for _, p := range []string{filepath.Join(img, "d"), filepath.Join(img, "d", "a")} {
+		if v := get(p, "user.id"); v != "one" {
+			t.Errorf("image: %s: user.id %q, want %q", p, v, "one")
+		}
+	}
+	g := MountT(t, Options{From: img})
+	for _, p := range []string{filepath.Join(g.Dir(), "d"), filepath.Join(g.Dir(), "d", "a")} {
+		if v := get(p, "user.id"); v != "one" {
+			t.Errorf("started from the image: %s: user.id %q, want %q", p, v, "one")
+		}
+	}
+	img2 := crash(t, g)
+	if v := get(filepath.Join(img2, "d", "a"), "user.id"); v != "one" {
+		t.Errorf("image of the image: user.id %q, want %q", v, "one")
+	}
+}
