@@ -87,7 +87,25 @@ func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle
 			ents = append(ents, e)
 		}
 	}
-	return &listDir{ents: ents}, 0, 0
+	return &rootDir{listDir: listDir{ents: ents}, fsys: n.fsys}, 0, 0
+}
+
+// rootDir is the root's directory handle: a fixed listing (without the
+// reserved names), whose fsync is the live directory's, as every other
+// live directory's handle has it (go-fuse's loopback stream): without
+// it, fsync of the mount point failed with EOPNOTSUPP, and nothing made
+// the names of the root's files durable (a file created there and
+// fsynced, an atomic save's rename, were lost at a power cut however
+// carefully the program synced).
+type rootDir struct {
+	listDir
+	fsys *FS
+}
+
+var _ = (gofs.FileFsyncdirer)((*rootDir)(nil))
+
+func (d *rootDir) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
+	return d.fsys.errno("fsync", syscall.Fsync(d.fsys.dirFd))
 }
 
 // listDir is a directory handle over a fixed listing.
