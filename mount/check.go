@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/deltafs/deltafs/index"
 	"golang.org/x/sys/unix"
 )
 
@@ -142,6 +143,13 @@ func checkXattrs(dir, store string) error {
 // check that fails then removes that much and nothing was ever written
 // below it: inside another deltafs mount, a store's files created and
 // removed again would be recorded there as deleted files.
+//
+// Each directory it makes is fsynced in its parent, as objstore does
+// for a store directory it makes itself (objstore then finds this one
+// made and syncs nothing): without it a power cut could take the whole
+// new store away, every revision and every live file acknowledged by an
+// fsync in it included. A failed fsync is returned with top, which the
+// caller removes.
 func makeStoreDir(store string) (string, error) {
 	top := ""
 	for d := store; ; d = filepath.Dir(d) {
@@ -161,7 +169,14 @@ func makeStoreDir(store string) (string, error) {
 	if err := os.MkdirAll(store, 0o700); err != nil {
 		return "", nil // objstore tries again and says why it failed
 	}
-	return top, nil
+	for d := store; ; d = filepath.Dir(d) {
+		if err := index.SyncDir(filepath.Dir(d)); err != nil {
+			return top, fmt.Errorf("create %s: fsync %s: %w", store, filepath.Dir(d), err)
+		}
+		if d == top {
+			return top, nil
+		}
+	}
 }
 
 // fsTypeOf returns the type of the filesystem holding dir (absolute,

@@ -105,7 +105,8 @@ func TestCrashLoop(t *testing.T) {
 	const rounds = 12
 	for round := range rounds {
 		c = startCrashChild(t, store, mnt)
-		w.run(t, mnt, round, time.Duration(100+rng.IntN(600))*time.Millisecond, func() {
+		d := time.Duration(100+rng.IntN(600)) * time.Millisecond
+		w.run(t, mnt, round, func() { time.Sleep(d) }, func() {
 			c.Cmd.Process.Kill()
 			c.Cmd.Wait()
 		})
@@ -134,6 +135,13 @@ func TestCrashLoop(t *testing.T) {
 // crashWriters keeps what the writers know was made durable.
 type crashWriters struct {
 	seed uint64
+	// powerCut: the writers make durable, by POSIX's rules, what the
+	// checks expect to survive a power cut (TestPowerCutMount): setup
+	// fsyncs its files and directories, a save of doc fsyncs the
+	// directory after its rename, and the moving file is fsynced after
+	// each rewrite and its directory after each move. Without it they
+	// rely on the page cache, which a killed process leaves intact.
+	powerCut bool
 
 	mu sync.Mutex
 	// db: a 64 KiB file written in place a page at a time, fsynced
@@ -147,6 +155,12 @@ type crashWriters struct {
 	// mv/a and mv/b: one file moved back and forth, rewritten between.
 	mvName, mvTry string
 	mv, mvData    []byte
+
+	// unacked names the files whose live content after a power cut is
+	// a write whose fsync did not return (checkDurable finds them), and
+	// unrecorded counts those checkAgreement found in no revision.
+	unacked    map[string]bool
+	unrecorded int
 }
 
 func newCrashWriters(seed uint64) *crashWriters {
@@ -160,14 +174,59 @@ func (w *crashWriters) setup(t *testing.T, mnt string) {
 	os.Mkdir(filepath.Join(mnt, "mv"), 0o755)
 	os.Mkdir(filepath.Join(mnt, "new"), 0o755)
 	for name, b := range map[string][]byte{"db": w.db, "log": w.log, "doc": w.doc, "mv/a": w.mv} {
-		if err := os.WriteFile(filepath.Join(mnt, name), b, 0o644); err != nil {
+		if err := writeFileSync(filepath.Join(mnt, name), b, w.powerCut); err != nil {
 			t.Fatal(err)
+		}
+	}
+	if w.powerCut {
+		for _, d := range []string{"mv", "new", "."} {
+			if err := syncDir(filepath.Join(mnt, d)); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
 
-// run runs the writers for d, then calls kill and waits for them to stop.
-func (w *crashWriters) run(t *testing.T, mnt string, round int, d time.Duration, kill func()) {
+// writeFileSync is os.WriteFile, with an fsync before the close if sync.
+func writeFileSync(name string, data []byte, sync bool) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncDir fsyncs the directory dir (its entries).
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// acks counts the contents of db and log acknowledged by an fsync since
+// the last checkAgreement.
+func (w *crashWriters) acks() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.ackedDB) + len(w.ackLog)
+}
+
+// run runs the writers until wait returns, then calls kill and waits for
+// them to stop.
+func (w *crashWriters) run(t *testing.T, mnt string, round int, wait, kill func()) {
 	os.Remove(filepath.Join(mnt, "doc.tmp")) // a save the last kill cut short
 	var killed atomic.Bool
 	var wg sync.WaitGroup
@@ -188,7 +247,7 @@ func (w *crashWriters) run(t *testing.T, mnt string, round int, d time.Duration,
 			}
 		}()
 	}
-	time.Sleep(d)
+	wait()
 	killed.Store(true)
 	kill()
 	done := make(chan struct{})
@@ -290,6 +349,11 @@ func (w *crashWriters) runDoc(mnt string, r *rand.Rand) error {
 		if err := os.Rename(tmp, p); err != nil {
 			return err
 		}
+		if w.powerCut {
+			if err := syncDir(mnt); err != nil {
+				return err
+			}
+		}
 		w.mu.Lock()
 		w.doc, w.docTry = next, nil
 		w.mu.Unlock()
@@ -308,7 +372,7 @@ func (w *crashWriters) runMove(mnt string, r *rand.Rand) error {
 		w.mu.Lock()
 		w.mvData = data
 		w.mu.Unlock()
-		if err := os.WriteFile(filepath.Join(mnt, from), data, 0o644); err != nil {
+		if err := writeFileSync(filepath.Join(mnt, from), data, w.powerCut); err != nil {
 			return err
 		}
 		w.mu.Lock()
@@ -316,6 +380,11 @@ func (w *crashWriters) runMove(mnt string, r *rand.Rand) error {
 		w.mu.Unlock()
 		if err := os.Rename(filepath.Join(mnt, from), filepath.Join(mnt, to)); err != nil {
 			return err
+		}
+		if w.powerCut {
+			if err := syncDir(filepath.Join(mnt, "mv")); err != nil {
+				return err
+			}
 		}
 		w.mu.Lock()
 		w.mvName, w.mvTry = to, ""
@@ -356,10 +425,12 @@ func (w *crashWriters) checkDurable(t *testing.T, mnt string, round int) {
 		}
 		return b
 	}
+	w.unacked = map[string]bool{}
 	db := read("db")
 	if !bytes.Equal(db, w.db) && (w.dbTry == nil || !bytes.Equal(db, w.dbTry)) {
 		t.Fatalf("round %d: db lost fsynced content", round)
 	}
+	w.unacked["db"] = !bytes.Equal(db, w.db)
 	w.db = db
 	lg := read("log")
 	if !bytes.HasPrefix(lg, w.log) || len(lg) > max(len(w.log), len(w.logTry)) {
@@ -370,28 +441,49 @@ func (w *crashWriters) checkDurable(t *testing.T, mnt string, round int) {
 			t.Fatalf("round %d: log byte %d is neither the unsynced append nor a hole", round, i)
 		}
 	}
+	w.unacked["log"] = len(lg) > len(w.log)
 	w.log = lg
 	doc := read("doc")
 	if !bytes.Equal(doc, w.doc) && (w.docTry == nil || !bytes.Equal(doc, w.docTry)) {
 		t.Fatalf("round %d: doc is neither the last save nor the one in progress", round)
 	}
+	w.unacked["doc"] = !bytes.Equal(doc, w.doc)
 	w.doc = doc
 	a, errA := os.ReadFile(filepath.Join(mnt, "mv/a"))
 	b, errB := os.ReadFile(filepath.Join(mnt, "mv/b"))
+	mv := a
 	switch {
 	case errA == nil && errB == nil, errA != nil && errB != nil:
 		t.Fatalf("round %d: mv/a (%v) and mv/b (%v): want exactly one", round, errA, errB)
 	case errA == nil:
-		w.mvName, w.mv = "mv/a", a
+		w.mvName = "mv/a"
 	default:
-		w.mvName, w.mv = "mv/b", b
+		w.mvName, mv = "mv/b", b
 	}
+	// After a kill, a rewrite cut short may have left any prefix of its
+	// data (O_TRUNC, then the write); after a power cut the rewrite is
+	// durable at its fsync, whole, or the last one is.
+	if w.powerCut && !bytes.Equal(mv, w.mv) && !bytes.Equal(mv, w.mvData) {
+		t.Fatalf("round %d: %s (%d bytes) is neither the last fsynced rewrite (%d bytes) nor the one in progress (%d bytes)", round, w.mvName, len(mv), len(w.mv), len(w.mvData))
+	}
+	w.unacked[w.mvName] = !bytes.Equal(mv, w.mv)
+	w.mv = mv
 	w.dbTry, w.logTry, w.docTry, w.mvTry = nil, nil, nil, ""
 }
 
 // checkAgreement opens the unmounted store: the journal is empty, every
 // live file's newest revision is its live content, every acknowledged
 // content of db and log is a revision, and the store verifies clean.
+//
+// After a power cut (w.powerCut) the newest revision is checked only
+// for the files the writers fsync (db, log, doc, the moving file), and
+// only where the live content is what an fsync that returned left: POSIX
+// promises nothing of a file never fsynced (the notes, new/: a lost
+// rewrite, a torn one, an empty file), nor of a write whose fsync did
+// not return, and the journal's record of such a change need not be
+// durable (doc.go: it is fsynced only where an fsync returns before its
+// revision is durable), so the redo may not know the live file changed.
+// Those found in no revision are counted in w.unrecorded.
 func checkAgreement(t *testing.T, store string, round int, w *crashWriters, checked map[string]int) {
 	t.Helper()
 	if b, err := os.ReadFile(filepath.Join(store, journalFile)); err != nil || len(b) != 0 {
@@ -414,6 +506,10 @@ func checkAgreement(t *testing.T, store string, round int, w *crashWriters, chec
 			return err
 		}
 		rel, _ := filepath.Rel(live, p)
+		synced := map[string]bool{"db": true, "log": true, "doc": true, "mv/a": true, "mv/b": true}[rel]
+		if w.powerCut && !synced {
+			return nil
+		}
 		f, ok := ids[liveID(p)]
 		if !ok {
 			if len(data) > 0 {
@@ -422,7 +518,10 @@ func checkAgreement(t *testing.T, store string, round int, w *crashWriters, chec
 			return nil
 		}
 		files[rel] = f
-		if text, _ := lastRevision(t, st, f); !bytes.Equal(text, data) {
+		if text, _ := lastRevision(t, st, f); !bytes.Equal(text, data) && w.powerCut && w.unacked[rel] {
+			t.Logf("round %d: %s: the live content a cut fsync left (%d bytes) is in no revision (newest %d bytes)", round, rel, len(data), len(text))
+			w.unrecorded++
+		} else if !bytes.Equal(text, data) {
 			t.Errorf("round %d: %s: newest revision (%d bytes) is not the live content (%d bytes)", round, rel, len(text), len(data))
 		}
 		return nil

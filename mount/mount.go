@@ -96,7 +96,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if created && !cfg.ReadOnly {
 		// The store's filesystem is checked before any file is made
 		// in it: see makeStoreDir.
-		top, _ := makeStoreDir(store)
+		top, err := makeStoreDir(store)
+		if err != nil {
+			_ = os.RemoveAll(top)
+			return err
+		}
 		if top != "" {
 			made = top
 		}
