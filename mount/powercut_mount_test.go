@@ -148,8 +148,11 @@ func TestPowerCutMount(t *testing.T) {
 				cfs.CrashT(t)
 				c.Cmd.Process.Kill()
 				c.Cmd.Wait()
-				detachDead(t, mnt)
 			})
+			// Only now: the dead mount fails the writers' calls
+			// (ENOTCONN) until they stop, where the directory under it
+			// would take their files.
+			detachDead(t, mnt)
 			acked += w.acks()
 		}
 		if st, err := cfs.Stats(); err == nil {
