@@ -146,8 +146,7 @@ func TestPowerCutMount(t *testing.T) {
 			}
 			w.run(t, mnt, round, wait, func() {
 				cfs.CrashT(t)
-				c.Cmd.Process.Kill()
-				c.Cmd.Wait()
+				killWait(t, c.Cmd)
 			})
 			// Only now: the dead mount fails the writers' calls
 			// (ENOTCONN) until they stop, where the directory under it
@@ -232,10 +231,32 @@ func cutDuringOpen(t *testing.T, cfs *crashfs.FS, store, mnt string, wait time.D
 	}()
 	time.Sleep(wait)
 	cfs.CrashT(t)
-	cmd.Process.Kill()
-	cmd.Wait()
+	killWait(t, cmd)
 	detachDead(t, mnt)
 	return <-said
+}
+
+// killWait kills cmd and reaps it, failing t with the kernel stacks of
+// its threads if it has not exited 20 s after SIGKILL (a thread stuck in
+// an uninterruptible wait, on crashfs or on its own mount).
+func killWait(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	cmd.Process.Kill()
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-time.After(20 * time.Second):
+	}
+	var b strings.Builder
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", cmd.Process.Pid))
+	for _, task := range tasks {
+		st, _ := os.ReadFile(filepath.Join(task, "stat"))
+		stack, _ := os.ReadFile(filepath.Join(task, "stack"))
+		fmt.Fprintf(&b, "%s\n%s\n", strings.TrimSpace(string(st)), stack)
+	}
+	t.Fatalf("the mount child %d has not exited 20 s after SIGKILL; its threads:\n%s", cmd.Process.Pid, b.String())
 }
 
 // detachDead detaches the mount on mnt whose server was killed.
