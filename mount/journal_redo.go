@@ -24,8 +24,12 @@ type redo struct {
 	id  fs.FileID
 	gen uint64 // the journal's gen of id when the redo was queued
 	// path, if set, is where the file was when the redo was queued (a
-	// rename took it out of the excluded paths: exclude.go).
+	// rename took it out of the excluded paths: exclude.go; the check
+	// after a mount that did not end cleanly: unclean.go).
 	path string
+	// checked: queued by that check, not from the journal, which it
+	// leaves alone.
+	checked bool
 }
 
 // redoer redoes, at mount, the recordings a killed mount left undone:
@@ -83,13 +87,12 @@ func (r *redoer) run(ctx context.Context, rd *redo) error {
 	}
 	if !ok {
 		r.log.Debug("pending file no longer in the live tree; dropped", "id", rd.id)
-		r.j.redone(rd.id, rd.gen)
-		return nil
-	}
-	if err := r.redoFile(ctx, rd.id, rel); err != nil {
+	} else if err := r.redoFile(ctx, rd.id, rel); err != nil {
 		return fmt.Errorf("redo %s: %w", rel, err)
 	}
-	r.j.redone(rd.id, rd.gen)
+	if !rd.checked {
+		r.j.redone(rd.id, rd.gen)
+	}
 	return nil
 }
 

@@ -185,6 +185,9 @@ type running struct {
 	mnt     string
 	store   string
 	closing chan struct{} // closed when close starts: stops a verify
+	// marked: open put mountedFile in the store (unclean.go), which
+	// close takes out if it ends cleanly; unclean: it was there already.
+	marked, unclean bool
 }
 
 // open opens the store and builds the live tree over it.
@@ -214,6 +217,10 @@ func open(store, mnt string, cfg Config, x *excluder) (*running, error) {
 		if m.jnl, err = openJournal(filepath.Join(store, journalFile), cfg.Logger); err != nil {
 			return nil, errors.Join(err, m.close(context.Background()))
 		}
+		if m.unclean, err = markMounted(store); err != nil {
+			return nil, errors.Join(err, m.close(context.Background()))
+		}
+		m.marked = true
 		sw := &spaceWait{room: st.Room, closing: m.closing, log: cfg.Logger}
 		sink = journalSink{ls: ls, j: m.jnl, rd: &redoer{st: st, ls: ls, j: m.jnl, live: live, log: cfg.Logger, x: x}, sw: sw}
 	}
@@ -240,6 +247,10 @@ func open(store, mnt string, cfg Config, x *excluder) (*running, error) {
 	if js, ok := sink.(journalSink); ok {
 		if n := js.rd.queue(m.rec); n > 0 {
 			cfg.Logger.Info("redoing recordings a previous mount left pending", "files", n)
+		}
+		if m.unclean {
+			n := js.rd.queueAll(m.rec)
+			cfg.Logger.Info("the previous mount did not end cleanly; checking every live file against its history", "files", n)
 		}
 	}
 	m.snaps.snap.verify = m.verify
@@ -377,9 +388,20 @@ func (m *running) close(ctx context.Context) error {
 	if m.sink != nil {
 		errs = append(errs, m.sink.Close())
 	}
+	pending := 0 // journal entries a mount must redo (excluded files stay pending)
 	if m.jnl != nil {
+		for _, p := range m.jnl.entries() {
+			if !m.x.excluded(p.path) {
+				pending++
+			}
+		}
 		errs = append(errs, m.jnl.close())
 	}
 	errs = append(errs, m.st.Close())
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if m.marked && err == nil && pending == 0 {
+		// Everything recorded: the next mount need not check the tree.
+		err = markClean(m.store)
+	}
+	return err
 }
