@@ -154,14 +154,15 @@
 // that: an fsync whose change the Recorder holds back (one revision per
 // interval, a new file's grace) fsyncs the journal before it returns,
 // and an fsync it does not hold back returns after the revision is
-// durable. Revisions themselves are durable when Put returns. Not
-// closed: a power cut inside an fsync, after the live file's fsync and
-// before its revision is durable, can leave the live content newer than
-// its history with no durable entry to say so (TestPowerCutMount sees
-// it); POSIX promises nothing of a content whose fsync did not return,
-// but that content stays out of the history until the file changes
-// again. Closing it would cost an fsync of the journal before the live
-// file's at every fsync that ends a write session.
+// durable. Revisions themselves are durable when Put returns. What is
+// left (a power cut inside an fsync, after the live file's fsync and
+// before its revision is durable; the kernel's writeback of a file
+// never fsynced: a live content newer than its history with no durable
+// entry to say so) is found after the cut: a mount that did not end
+// cleanly leaves the store marked, and the next one checks every live
+// file against its newest revision (unclean.go). An fsync of the
+// journal before the live file's at every fsync that ends a write
+// session would have closed the first case only, on the write path.
 //
 // Names and links: the sink applies renames to the index only for an
 // atomic save (a file with no history yet, or a young one, renamed over
