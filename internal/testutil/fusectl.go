@@ -3,6 +3,7 @@ package testutil
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -52,4 +53,38 @@ func mountFusectl() error {
 		return fmt.Errorf("mount fusectl on %s: %w", fusectlDir, err)
 	}
 	return nil
+}
+
+// AbortFUSEMountedAt aborts the FUSE connection of every mount the mount
+// table has at mnt, found by the device numbers the table lists: unlike
+// AbortFUSE it sends no request to the mount (a stat would wait for a
+// server that may never answer). It returns how many it aborted.
+func AbortFUSEMountedAt(mnt string) (int, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return 0, err
+	}
+	if err := mountFusectl(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || unescapeMountinfo(f[4]) != mnt {
+			continue
+		}
+		_, minor, ok := strings.Cut(f[2], ":")
+		if !ok {
+			continue
+		}
+		abort := fmt.Sprintf("%s/%s/abort", fusectlDir, minor)
+		if _, err := os.Stat(abort); err != nil {
+			continue // not a FUSE mount
+		}
+		if err := os.WriteFile(abort, []byte("1"), 0o200); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }

@@ -33,3 +33,27 @@ func TestAbortFUSE(t *testing.T) {
 		t.Fatal("the server still serves 10 s after the abort")
 	}
 }
+
+// TestAbortFUSEMountedAt: the mount found by the mount table is aborted
+// (ENOTCONN, its server stops); a directory that is no FUSE mount is
+// left alone.
+func TestAbortFUSEMountedAt(t *testing.T) {
+	RequireFUSE(t)
+	dir, server := Mount(t, &fs.Inode{}, nil)
+	if n, err := AbortFUSEMountedAt(t.TempDir()); n != 0 || err != nil {
+		t.Fatalf("a plain directory: %d aborted, %v", n, err)
+	}
+	if n, err := AbortFUSEMountedAt(dir); n != 1 || err != nil {
+		t.Fatalf("the mount: %d aborted, %v", n, err)
+	}
+	if _, err := os.ReadDir(dir); !errors.Is(err, syscall.ENOTCONN) {
+		t.Fatalf("ReadDir of the aborted mount: %v, want ENOTCONN", err)
+	}
+	done := make(chan struct{})
+	go func() { server.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server still serves 10 s after the abort")
+	}
+}
