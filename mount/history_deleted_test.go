@@ -220,7 +220,8 @@ func TestDeletedFileNamedByItsLastPath(t *testing.T) {
 // store file only in storeSink.adopting) records that content for the
 // snapshot, as the next revision of the deleted file's history, not as
 // the first of a new store file: the restore then continues that
-// history, as it does without the snapshot.
+// history, as it does without the snapshot. A snapshot before the write
+// records no empty revision in it.
 func TestSnapshotDuringRestoreOfDeletedFile(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	ctx := context.Background()
@@ -250,6 +251,16 @@ func TestSnapshotDuringRestoreOfDeletedFile(t *testing.T) {
 	before := s.prev(fid)
 	s.adopting[id], s.restoring[fid] = fid, before
 	revs.ls.mu.Unlock()
+	// Before the write: the file is still empty, and no empty revision
+	// joins the history it continues.
+	mustDo(t, os.Mkdir(l.mnt+"/.snapshots/before-write", 0o755))
+	revs.ls.mu.Lock()
+	early := s.prev(fid)
+	revs.ls.mu.Unlock()
+	if early != before {
+		f.Close() // open, it would keep the mount busy at the cleanup's unmount
+		t.Fatalf("a snapshot of the restored file before its write recorded %v", early)
+	}
 	_, err = f.Write(old)
 	mustDo(t, err)
 	mustDo(t, os.Mkdir(l.mnt+"/.snapshots/during", 0o755))

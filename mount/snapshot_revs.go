@@ -138,7 +138,9 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 	if known || fid != 0 {
 		prev = s.prev(fid)
 	}
-	if prev.IsNull() && size == 0 {
+	if (prev.IsNull() || !known) && size == 0 {
+		// (A restored file still empty, before the restore's write: no
+		// empty revision in the history it continues.)
 		return index.RevID{}, 0, nil
 	}
 	var e index.Entry
