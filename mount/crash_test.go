@@ -3,6 +3,7 @@ package mount
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	iofs "io/fs"
 	"log/slog"
@@ -477,6 +478,9 @@ func checkAgreement(t *testing.T, store string, round int, w *crashWriters, chec
 	t.Helper()
 	if b, err := os.ReadFile(filepath.Join(store, journalFile)); err != nil || len(b) != 0 {
 		t.Errorf("round %d: journal after a clean unmount: %d bytes, %v", round, len(b), err)
+	}
+	if _, err := os.Lstat(filepath.Join(store, mountedFile)); !errors.Is(err, iofs.ErrNotExist) {
+		t.Errorf("round %d: %s after a clean unmount: %v", round, mountedFile, err)
 	}
 	st, err := objstore.Open(store, objstore.Config{ReadOnly: true})
 	if err != nil {

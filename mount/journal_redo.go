@@ -88,6 +88,11 @@ func (r *redoer) run(ctx context.Context, rd *redo) error {
 	if !ok {
 		r.log.Debug("pending file no longer in the live tree; dropped", "id", rd.id)
 	} else if err := r.redoFile(ctx, rd.id, rel); err != nil {
+		if rd.checked {
+			// Into the journal: redone again after a full disk, and at
+			// the next mount; the store stays marked (unclean.go).
+			r.j.keep(rd.id, rel)
+		}
 		return fmt.Errorf("redo %s: %w", rel, err)
 	}
 	if !rd.checked {

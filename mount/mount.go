@@ -186,8 +186,13 @@ type running struct {
 	store   string
 	closing chan struct{} // closed when close starts: stops a verify
 	// marked: open put mountedFile in the store (unclean.go), which
-	// close takes out if it ends cleanly; unclean: it was there already.
-	marked, unclean bool
+	// close takes out if it ends cleanly; unclean: it was there already;
+	// checking: open queued the redos (and the check of every file
+	// after an unclean end), which close's drain of the recorder ends.
+	marked, unclean, checking bool
+	// stopped: the server has stopped (serve); a detached mount still
+	// busy may still change live files.
+	stopped bool
 }
 
 // open opens the store and builds the live tree over it.
@@ -250,8 +255,9 @@ func open(store, mnt string, cfg Config, x *excluder) (*running, error) {
 		}
 		if m.unclean {
 			n := js.rd.queueAll(m.rec)
-			cfg.Logger.Info("the previous mount did not end cleanly; checking every live file against its history", "files", n)
+			cfg.Logger.Info("the previous mount did not end cleanly; checked every live file against its history", "changed", n)
 		}
+		m.checking = true
 	}
 	m.snaps.snap.verify = m.verify
 	return m, nil
@@ -308,6 +314,7 @@ func (m *running) serve(ctx context.Context, cfg Config) error {
 	if err == nil {
 		// The server has stopped: releases the unmount cut off never come.
 		m.fsys.ReleaseOrphans()
+		m.stopped = true
 	}
 	cerr := m.close(sctx)
 	if sctx.Err() != nil && errors.Is(err, ErrShutdown) {
@@ -399,9 +406,13 @@ func (m *running) close(ctx context.Context) error {
 	}
 	errs = append(errs, m.st.Close())
 	err := errors.Join(errs...)
-	if m.marked && err == nil && pending == 0 {
-		// Everything recorded: the next mount need not check the tree.
-		err = markClean(m.store)
+	if m.marked && err == nil && pending == 0 && m.stopped && m.checking {
+		// Everything recorded, nothing serves the tree any more, and a
+		// check the last unclean end asked for was done: the next
+		// mount need not check it. The live files are made durable
+		// first, as an unmount of a disk would: a cut after a clean
+		// end must not take back what the history holds.
+		err = errors.Join(syncLive(filepath.Join(m.store, liveDir)), markClean(m.store))
 	}
 	return err
 }

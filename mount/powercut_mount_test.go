@@ -169,6 +169,9 @@ func TestPowerCutMount(t *testing.T) {
 		w.checkDurable(t, mnt, round)
 		c.term(t)
 		redone += strings.Count(c.Stderr.String(), "left unrecorded")
+		if !strings.Contains(c.Stderr.String(), "did not end cleanly") {
+			t.Errorf("round %d: the mount after the cut did not check the live tree (the store was not marked mounted)", round)
+		}
 		for _, l := range strings.Split(c.Stderr.String(), "\n") {
 			if strings.Contains(l, "level=ERROR") {
 				t.Errorf("round %d: the mount after the cut logged %s", round, l)

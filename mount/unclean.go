@@ -9,6 +9,7 @@ import (
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
+	"golang.org/x/sys/unix"
 )
 
 // mountedFile is in a store while a writable mount may change its live
@@ -64,7 +65,10 @@ func markClean(store string) error {
 // that is not excluded and not queued already (queue: the journal's),
 // after a mount that did not end cleanly (mountedFile), and returns how
 // many. A file a hard link names twice is queued once; a file with no
-// FileID is given one.
+// FileID is given one. A file whose stat says it has not changed since
+// its newest revision (redoFile's first test) is not queued: an fsync
+// waits for the redos queued before it, and after an unclean end that
+// would be one per live file.
 func (r *redoer) queueAll(rec *Recorder) int {
 	queued := r.j.entries()
 	var rds []*redo
@@ -72,6 +76,10 @@ func (r *redoer) queueAll(rec *Recorder) int {
 	_ = filepath.WalkDir(r.live, func(p string, d iofs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return nil // an unreadable directory is skipped, not fatal
+		}
+		rel, err := filepath.Rel(r.live, p)
+		if err != nil || r.x.excluded(filepath.ToSlash(rel)) {
+			return nil
 		}
 		id := liveID(p)
 		if id.IsZero() {
@@ -84,11 +92,10 @@ func (r *redoer) queueAll(rec *Recorder) int {
 		if _, ok := queued[id]; ok || id.IsZero() || seen[id] {
 			return nil
 		}
-		rel, err := filepath.Rel(r.live, p)
-		if err != nil || r.x.excluded(filepath.ToSlash(rel)) {
+		seen[id] = true
+		if r.unchangedFile(id, p) {
 			return nil
 		}
-		seen[id] = true
 		rds = append(rds, &redo{id: id, path: filepath.ToSlash(rel), checked: true})
 		return nil
 	})
@@ -104,4 +111,36 @@ func (r *redoer) queueAll(rec *Recorder) int {
 		rec.queueRedo(rd)
 	}
 	return len(rds)
+}
+
+// syncLive makes the file system holding the live directory durable
+// (syncfs(2)): every live file's data and name.
+func syncLive(live string) error {
+	f, err := os.Open(live)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		return fmt.Errorf("sync the live tree: %w", err)
+	}
+	return nil
+}
+
+// unchangedFile reports whether the live file at p, of FileID id, has
+// not changed since its newest revision, by its stat alone
+// (redoer.unchangedSince).
+func (r *redoer) unchangedFile(id fs.FileID, p string) bool {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return false
+	}
+	r.ls.mu.Lock()
+	fid, known := r.ls.sink.ids[id]
+	var prev index.RevID
+	if known {
+		prev = r.ls.sink.prev(fid)
+	}
+	r.ls.mu.Unlock()
+	return known && r.unchangedSince(prev, fi)
 }

@@ -77,9 +77,9 @@ func TestPowerCut(t *testing.T) {
 		t.Errorf("only %d acknowledged operations over %d rounds: the loop did not exercise much", total, rounds)
 	}
 	openCuts, torn = openCuts+acks.openCuts, torn+acks.torn
-	if rounds >= powerCutRounds && torn == 0 {
-		t.Errorf("no unsynced sector survived a cut in %d rounds: the torn rounds tore nothing", rounds)
-	}
+	// (Whether a cut finds unsynced pages to tear is timing: a loaded
+	// machine may have none at each cut. TestTornWrites checks the
+	// tearing itself.)
 	t.Logf("%d rounds, %d acknowledged operations, %d cuts inside an open, %d unsynced sectors kept, %v", rounds, total, openCuts, torn, time.Since(start))
 }
 

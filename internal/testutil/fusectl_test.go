@@ -40,6 +40,9 @@ func TestAbortFUSE(t *testing.T) {
 func TestAbortFUSEMountedAt(t *testing.T) {
 	RequireFUSE(t)
 	dir, server := Mount(t, &fs.Inode{}, nil)
+	if err := mountFusectl(); err != nil {
+		SkipOrFail(t, "cannot mount the FUSE control file system: %v", err)
+	}
 	if n, err := AbortFUSEMountedAt(t.TempDir()); n != 0 || err != nil {
 		t.Fatalf("a plain directory: %d aborted, %v", n, err)
 	}
