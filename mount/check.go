@@ -144,12 +144,12 @@ func checkXattrs(dir, store string) error {
 // below it: inside another deltafs mount, a store's files created and
 // removed again would be recorded there as deleted files.
 //
-// Each directory it makes is fsynced in its parent, as objstore does
-// for a store directory it makes itself (objstore then finds this one
-// made and syncs nothing): without it a power cut could take the whole
-// new store away, every revision and every live file acknowledged by an
-// fsync in it included. A failed fsync is returned with top, which the
-// caller removes.
+// Each directory it makes is fsynced in its parent (index.MkdirAllSync,
+// as objstore makes a store directory itself; objstore then finds this
+// one made and syncs nothing): without it a power cut could take the
+// whole new store away, every revision and every live file acknowledged
+// by an fsync in it included. A failure after top was made is returned
+// with top, which the caller removes.
 func makeStoreDir(store string) (string, error) {
 	top := ""
 	for d := store; ; d = filepath.Dir(d) {
@@ -166,17 +166,13 @@ func makeStoreDir(store string) (string, error) {
 	if top == "" {
 		return "", nil
 	}
-	if err := os.MkdirAll(store, 0o700); err != nil {
-		return "", nil // objstore tries again and says why it failed
-	}
-	for d := store; ; d = filepath.Dir(d) {
-		if err := index.SyncDir(filepath.Dir(d)); err != nil {
-			return top, fmt.Errorf("create %s: fsync %s: %w", store, filepath.Dir(d), err)
+	if err := index.MkdirAllSync(store, 0o700); err != nil {
+		if _, serr := os.Lstat(top); serr != nil {
+			return "", nil // objstore tries again and says why it failed
 		}
-		if d == top {
-			return top, nil
-		}
+		return top, fmt.Errorf("create %s: %w", store, err)
 	}
+	return top, nil
 }
 
 // fsTypeOf returns the type of the filesystem holding dir (absolute,

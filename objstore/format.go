@@ -216,27 +216,10 @@ func prepareCreate(dir string) error {
 	return nil
 }
 
-// mkdirAllSync is os.MkdirAll, durably: each directory it makes is
-// fsynced in its parent, so that a power cut after a store was created
-// (and acknowledged writes) does not take the store's directory away.
+// mkdirAllSync is index.MkdirAllSync, its errors the store's.
 func mkdirAllSync(dir string, perm os.FileMode) error {
-	dir = filepath.Clean(dir)
-	parent := filepath.Dir(dir)
-	if parent != dir {
-		if _, err := os.Stat(parent); errors.Is(err, os.ErrNotExist) {
-			if err := mkdirAllSync(parent, perm); err != nil {
-				return err
-			}
-		}
-	}
-	if err := os.Mkdir(dir, perm); err != nil {
-		if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
-			return nil // made meanwhile by someone else, who syncs it
-		}
+	if err := index.MkdirAllSync(dir, perm); err != nil {
 		return fmt.Errorf("objstore: %w", err)
-	}
-	if err := index.SyncDir(parent); err != nil {
-		return fmt.Errorf("objstore: fsync %s: %w", parent, err)
 	}
 	return nil
 }
