@@ -3,6 +3,7 @@ package testutil
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -35,8 +36,12 @@ func abortFUSE(mnt string) error {
 	if err := mountFusectl(); err != nil {
 		return err
 	}
-	abort := fmt.Sprintf("%s/%d/abort", fusectlDir, unix.Minor(st.Dev))
-	return os.WriteFile(abort, []byte("1"), 0o200)
+	return abortConn(fmt.Sprint(unix.Minor(st.Dev)))
+}
+
+// abortConn aborts the FUSE connection named minor in fusectl.
+func abortConn(minor string) error {
+	return os.WriteFile(fmt.Sprintf("%s/%s/abort", fusectlDir, minor), []byte("1"), 0o200)
 }
 
 // mountFusectl mounts the control filesystem on fusectlDir unless the
@@ -77,11 +82,10 @@ func AbortFUSEMountedAt(mnt string) (int, error) {
 		if !ok {
 			continue
 		}
-		abort := fmt.Sprintf("%s/%s/abort", fusectlDir, minor)
-		if _, err := os.Stat(abort); err != nil {
+		if _, err := os.Stat(filepath.Join(fusectlDir, minor)); err != nil {
 			continue // not a FUSE mount
 		}
-		if err := os.WriteFile(abort, []byte("1"), 0o200); err != nil {
+		if err := abortConn(minor); err != nil {
 			return n, err
 		}
 		n++
