@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -63,20 +62,8 @@ func TestPowerCutMount(t *testing.T) {
 	if testing.Short() {
 		rounds = powerCutMountShortRounds
 	}
-	if s := os.Getenv(envPowerCutRounds); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatalf("%s=%q: %v", envPowerCutRounds, s, err)
-		}
-		rounds = n
-	}
-	seed := uint64(powerCutMountSeed)
-	if s := os.Getenv(envPowerCutSeed); s != "" {
-		var err error
-		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			t.Fatalf("%s=%q: %v", envPowerCutSeed, s, err)
-		}
-	}
+	rounds = testutil.EnvNumber(t, envPowerCutRounds, rounds)
+	seed := testutil.EnvNumber(t, envPowerCutSeed, uint64(powerCutMountSeed))
 	t.Logf("seed %d (%s), %d rounds (%s)", seed, envPowerCutSeed, rounds, envPowerCutRounds)
 	start := time.Now()
 	mnt := filepath.Join(t.TempDir(), "m")

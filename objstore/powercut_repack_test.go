@@ -11,12 +11,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/internal/testutil"
 	"github.com/deltafs/deltafs/internal/testutil/crashfs"
 )
 
@@ -79,13 +79,7 @@ func TestPowerCutRepack(t *testing.T) {
 	if testing.Short() || raceEnabled { // under -race a round takes 4 times as long
 		rounds = len(pcutPlans)
 	}
-	if s := os.Getenv(envPowerCutRepackRounds); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatalf("%s=%q: %v", envPowerCutRepackRounds, s, err)
-		}
-		rounds = n
-	}
+	rounds = testutil.EnvNumber(t, envPowerCutRepackRounds, rounds)
 	for round := range rounds {
 		k := kinds[(round%len(pcutPlans)+round/len(pcutPlans))%len(kinds)]
 		pcutRound(t, round, k)

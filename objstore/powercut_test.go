@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/internal/testutil"
 	"github.com/deltafs/deltafs/internal/testutil/crashfs"
 )
 
@@ -42,20 +43,10 @@ func TestPowerCut(t *testing.T) {
 	if testing.Short() {
 		rounds = powerCutShortRounds
 	}
-	if s := os.Getenv(envPowerCutRounds); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatalf("%s=%q: %v", envPowerCutRounds, s, err)
-		}
-		rounds = n
-	}
-	chain := powerCutChain
-	if s := os.Getenv(envPowerCutChain); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("%s=%q: want a count of rounds", envPowerCutChain, s)
-		}
-		chain = n
+	rounds = testutil.EnvNumber(t, envPowerCutRounds, rounds)
+	chain := testutil.EnvNumber(t, envPowerCutChain, powerCutChain)
+	if chain < 1 {
+		t.Fatalf("%s=%d: want a count of rounds", envPowerCutChain, chain)
 	}
 	start := time.Now()
 	total, openCuts, torn := 0, 0, 0
