@@ -23,8 +23,9 @@ import (
 // kernel writes dirty pages back whenever it likes, and a passthrough
 // writer's pages never pass through the mount at all; the journal is
 // fsynced only where an fsync returns before its revision is durable
-// (doc.go). The check costs a stat and an xattr read per live file, and
-// reads only files changed since their newest revision (redoFile).
+// (doc.go). The check costs a stat, an xattr read and an index lookup
+// per live file, and reads only files changed since their newest
+// revision (redoFile).
 const mountedFile = "mounted"
 
 // markMounted puts mountedFile in store, durably, before the mount
@@ -39,14 +40,8 @@ func markMounted(store string) (unclean bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("mark the store mounted: %w", err)
 	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = index.SyncDir(store)
-	}
-	if err != nil {
+	// Empty: its name is the mark, durable with the directory's fsync.
+	if err = errors.Join(f.Close(), index.SyncDir(store)); err != nil {
 		return false, fmt.Errorf("mark the store mounted: %w", errors.Join(err, os.Remove(p)))
 	}
 	return false, nil
