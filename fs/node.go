@@ -58,11 +58,25 @@ type Node struct {
 // recorded the changes of n reported so far, so that a writer about to
 // change the file again does not change it under a recording that reads
 // the live file. Only this one file waits, and only while its previous
-// change is in the queue.
+// change is in the queue. A file that reported nothing in this mount
+// waits only while the Recorder has redos queued (RedoWaiter): then by
+// its session's FileID, or the live file's.
 func (n *Node) waitRecorded(ctx context.Context) syscall.Errno {
 	n.mu.Lock()
 	id := n.reported
+	if id.IsZero() && n.sess != nil {
+		id = n.sess.id
+	}
+	reported := !n.reported.IsZero()
 	n.mu.Unlock()
+	if !reported {
+		if rw, ok := n.fsys.rec.(RedoWaiter); !ok || !rw.Redoing() {
+			return 0
+		}
+		if id.IsZero() {
+			id = readID(n.livePath())
+		}
+	}
 	if id.IsZero() {
 		return 0
 	}

@@ -163,6 +163,17 @@ type ReadWaiter interface {
 	WaitRead(ctx context.Context, id FileID) error
 }
 
+// RedoWaiter is implemented by a Recorder that redoes, after the mount
+// serves, recordings an earlier mount left undone (the mount's pending
+// journal, its check after an unclean end). A redo reads the live file,
+// so while Redoing is true a writer about to change a file it has not
+// reported in this mount waits for that file's changes too (WaitRead or
+// Wait by its FileID), as it does for one it reported: otherwise it
+// could truncate or overwrite the content the redo is there to record.
+type RedoWaiter interface {
+	Redoing() bool
+}
+
 // Undirtier is implemented by a Recorder that can take a Dirtied back.
 // Undirtied(id) says that the write session the last Dirtied of id
 // announced ended with no change seen: its last writable handle closed,

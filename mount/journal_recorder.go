@@ -19,6 +19,7 @@ var (
 	_ fs.ReadWaiter    = journaled{}
 	_ fs.ReleaseReader = journaled{}
 	_ fs.Undirtier     = journaled{}
+	_ fs.RedoWaiter    = journaled{}
 
 	_ fs.QuietRecorder = journaled{}
 )
@@ -116,14 +117,25 @@ func (r *Recorder) holding(k fs.FileID) bool {
 
 // queueRedo queues the redo of a pending file behind everything reported
 // so far, so that Sync (snapshots, unmount) waits for it, and Wait and
-// Flush of that file (fsync, its history view) too.
+// Flush of that file (fsync, its history view) too, and its first writer
+// in this mount (Redoing).
 func (r *Recorder) queueRedo(rd *redo) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
 	r.push(Event{redo: rd})
 	r.seq[rd.id] = r.enq
 	delete(r.reads, rd.id) // WaitRead waits for the redo to finish
+	r.redoUntil = r.enq
+	r.redoing.Store(true)
 }
+
+// Redoing implements fs.RedoWaiter: a redo is queued and not done, so a
+// writer of a file it reported nothing of yet waits for the file's
+// changes (the redo's) before changing it. One atomic load.
+func (r *Recorder) Redoing() bool { return r.redoing.Load() }
 
 // journalSink tells the journal which changes are recorded, and runs the
 // redos.

@@ -3,6 +3,7 @@ package mount
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	iofs "io/fs"
 	"log/slog"
@@ -81,13 +82,27 @@ func (r *redoer) run(ctx context.Context, rd *redo) error {
 	if !ok {
 		rel, ok = r.locate(rd.id)
 	}
-	if ok && r.x.excluded(rel) {
-		r.log.Debug("pending file excluded from history; left pending", "path", rel)
-		return nil
+	err := errMoved
+	for try := 0; ok && errors.Is(err, errMoved) && try < 2; try++ {
+		if try > 0 {
+			// The mount serves: a rename between the lookup and the
+			// open put another file at rel. Walk again, once.
+			r.mu.Lock()
+			r.walked = nil
+			r.mu.Unlock()
+			if rel, ok = r.locate(rd.id); !ok {
+				break
+			}
+		}
+		if r.x.excluded(rel) {
+			r.log.Debug("pending file excluded from history; left pending", "path", rel)
+			return nil
+		}
+		err = r.redoFile(ctx, rd.id, rel)
 	}
 	if !ok {
 		r.log.Debug("pending file no longer in the live tree; dropped", "id", rd.id)
-	} else if err := r.redoFile(ctx, rd.id, rel); err != nil {
+	} else if err != nil { // errMoved again: renamed under us twice; kept pending
 		if rd.checked {
 			// Into the journal: redone again after a full disk, and at
 			// the next mount; the store stays marked (unclean.go).
@@ -132,6 +147,18 @@ func (r *redoer) walk() {
 	})
 }
 
+// errMoved: the live file opened for a redo is not the pending file.
+var errMoved = errors.New("another file is at the pending file's path")
+
+// fdID returns the FileID on the open file f, or the zero FileID.
+func fdID(f *os.File) fs.FileID {
+	var id fs.FileID
+	if n, err := unix.Fgetxattr(int(f.Fd()), fs.XattrID, id[:]); err != nil || n != len(id) {
+		return fs.FileID{}
+	}
+	return id
+}
+
 // liveID returns the FileID on the live file at p, or the zero FileID.
 func liveID(p string) fs.FileID {
 	var id fs.FileID
@@ -149,6 +176,9 @@ func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
 		return err
 	}
 	defer f.Close()
+	if fdID(f) != id {
+		return errMoved // renamed since it was looked up: not id's content
+	}
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		return err

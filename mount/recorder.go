@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/deltafs/deltafs/fs"
@@ -101,11 +102,15 @@ type Recorder struct {
 	reports uint64                    // Changed calls so far
 	enq     uint64                    // events queued so far
 	done    uint64                    // events the sink finished
-	waiters []waiter
-	closed  bool
-	wake    chan struct{}
-	urgent  chan struct{} // a waiter came: stop lingering (see run)
-	exited  chan struct{}
+	// redoUntil is the queue position of the last redo queued; redoing
+	// is set while done is below it (Redoing, read without mu).
+	redoUntil uint64
+	redoing   atomic.Bool
+	waiters   []waiter
+	closed    bool
+	wake      chan struct{}
+	urgent    chan struct{} // a waiter came: stop lingering (see run)
+	exited    chan struct{}
 }
 
 type heldChange struct {
@@ -562,6 +567,9 @@ func (r *Recorder) finished(n int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.done += uint64(n)
+	if r.done >= r.redoUntil {
+		r.redoing.Store(false)
+	}
 	kept := r.waiters[:0]
 	for _, w := range r.waiters {
 		if w.seq <= r.done {
