@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/objstore"
 )
 
 // TestUncleanMountChecksEveryFile: a mount that did not end cleanly
@@ -42,8 +44,12 @@ func TestUncleanMountChecksEveryFile(t *testing.T) {
 		t.Fatalf("%s after a clean unmount: %v", mountedFile, err)
 	}
 
-	// A clean end: a change behind the mount's back is not looked for.
+	// A clean end: a change behind the mount's back is not looked for,
+	// and offline verify reports it.
 	mustDo(t, os.WriteFile(liveA, []byte("two, not looked for\n"), 0o644))
+	if r := verifyOffline(t, store); r.Live.Problems != 1 || r.Live.Pending != 0 {
+		t.Errorf("offline verify after a clean end and a change behind its back: %+v, want 1 problem", r.Live)
+	}
 	l = start(t, store)
 	mustDo(t, l.rec.Sync(ctx))
 	if got := newest(l); !bytes.Equal(got, []byte("one\n")) {
@@ -55,6 +61,11 @@ func TestUncleanMountChecksEveryFile(t *testing.T) {
 	three := []byte("three: kept by the disk, named by no journal record\n")
 	mustDo(t, os.WriteFile(liveA, three, 0o644))
 	mustDo(t, os.WriteFile(mark, nil, 0o600))
+	// Offline verify: the next mount's check records it, so it is
+	// pending, not a problem.
+	if r := verifyOffline(t, store); r.Live.Problems != 0 || r.Live.Pending != 1 {
+		t.Errorf("offline verify after an unclean end: %+v, want 1 pending and no problem", r.Live)
+	}
 	l = start(t, store)
 	mustDo(t, l.rec.Sync(ctx))
 	if got := newest(l); !bytes.Equal(got, three) {
@@ -175,4 +186,15 @@ func TestRedoChecksTheFileItOpened(t *testing.T) {
 	if len(lg.Revisions) != 1 {
 		t.Errorf("a has %d revisions after a redo that opened b, want 1", len(lg.Revisions))
 	}
+}
+
+// verifyOffline runs VerifyOffline on the unmounted store.
+func verifyOffline(t *testing.T, store string) VerifyReport {
+	t.Helper()
+	st, err := objstore.Open(store, objstore.Config{ReadOnly: true})
+	mustDo(t, err)
+	defer st.Close()
+	r, err := VerifyOffline(context.Background(), st, store, func(p objstore.Problem) { t.Logf("offline verify: %v", p) }, nil)
+	mustDo(t, err)
+	return r
 }

@@ -39,6 +39,10 @@ type liveCheck struct {
 	// journaled holds the files the pending journal names (offline: a
 	// mount stopped before recording them; the next mount redoes them).
 	journaled map[fs.FileID]bool
+	// unclean (offline): the store holds the mark of a mount that did
+	// not end cleanly, and the next mount checks every live file and
+	// records those that differ (unclean.go): a difference is pending.
+	unclean bool
 	// leftOut, if set, reports whether the live file at p (FileID id)
 	// is one a running mount leaves out of history and keeps pending
 	// (exclude.go).
@@ -144,7 +148,7 @@ func (c *liveCheck) check(ctx context.Context, p string) (index.RevID, bool, err
 // yet), or the pending journal names it, or the running mount excludes
 // it and keeps it pending.
 func (c *liveCheck) pending(p string, ino uint64, id fs.FileID) bool {
-	return c.writing != nil && c.writing()[ino] || !id.IsZero() && c.journaled[id] ||
+	return c.unclean || c.writing != nil && c.writing()[ino] || !id.IsZero() && c.journaled[id] ||
 		!id.IsZero() && c.leftOut != nil && c.leftOut(p, id)
 }
 
@@ -201,7 +205,8 @@ func (r VerifyReport) Problems() int { return r.Store.Problems + r.Live.Problems
 
 // VerifyOffline checks the unmounted store st in dir: everything
 // objstore.VerifyAll checks, then every live file against its last
-// revision.
+// revision. After a mount that did not end cleanly, a live file that
+// differs is pending (the next mount records it), not a problem.
 func VerifyOffline(ctx context.Context, st *objstore.Store, dir string, report func(objstore.Problem), progress func(objstore.VerifyProgress)) (VerifyReport, error) {
 	var r VerifyReport
 	var err error
@@ -216,7 +221,8 @@ func VerifyOffline(ctx context.Context, st *objstore.Store, dir string, report f
 	if err != nil {
 		return r, err
 	}
-	c := &liveCheck{st: st, live: filepath.Join(dir, liveDir), report: report, journaled: journaled,
+	_, err = os.Stat(filepath.Join(dir, mountedFile))
+	c := &liveCheck{st: st, live: filepath.Join(dir, liveDir), report: report, journaled: journaled, unclean: err == nil,
 		storeFile: func(id fs.FileID) (index.FileID, bool) { f, ok := ids[id]; return f, ok }}
 	if _, err := os.Stat(c.live); errors.Is(err, os.ErrNotExist) {
 		return r, nil // never mounted
