@@ -134,7 +134,9 @@
 // it with the file's newest revision (the same size and a ctime well
 // before the revision's time, taken just before its content was read:
 // unchanged, not read; else the size and the
-// content hash in the index); and records it when they differ. A file gone from the
+// content hash in the index; after a restart the content always, since
+// the disk's ctime may then be older than its data: see mountedFile in
+// unclean.go); and records it when they differ. A file gone from the
 // live tree is dropped. The redo runs in the Recorder's goroutine while
 // the mount serves; Sync (snapshots, unmount) waits for all of it, and
 // Wait and Flush of a file (its fsync, its history view) for that

@@ -46,6 +46,10 @@ type redoer struct {
 	live string
 	log  *slog.Logger
 	x    *excluder // pending files it excludes stay pending
+	// restarted: the previous mount did not end cleanly and the machine
+	// restarted since; a stat may say a file is unchanged when its
+	// data is not (mountedFile), so every redo compares the content.
+	restarted bool
 
 	mu     sync.Mutex           // guards todo and walked: queue runs again after a full disk (space.go)
 	todo   map[fs.FileID]bool   // pending ids not redone yet
@@ -98,7 +102,7 @@ func (r *redoer) run(ctx context.Context, rd *redo) error {
 			r.log.Debug("pending file excluded from history; left pending", "path", rel)
 			return nil
 		}
-		err = r.redoFile(ctx, rd.id, rel)
+		err = r.redoFile(ctx, rd.id, rel, !r.restarted)
 	}
 	if !ok {
 		r.log.Debug("pending file no longer in the live tree; dropped", "id", rd.id)
@@ -169,8 +173,9 @@ func liveID(p string) fs.FileID {
 }
 
 // redoFile records the live file of id at rel unless its newest revision
-// holds its content already.
-func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
+// holds its content already; with trustStat, a stat that says the file
+// has not changed since that revision is taken at its word.
+func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string, trustStat bool) error {
 	f, err := os.OpenFile(filepath.Join(r.live, rel), os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
@@ -204,7 +209,7 @@ func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string) error {
 	if known {
 		prev = s.prev(fid)
 	}
-	if r.j.continues(id).IsZero() && r.unchangedSince(prev, fi) {
+	if trustStat && r.j.continues(id).IsZero() && r.unchangedSince(prev, fi) {
 		return nil
 	}
 	at := time.Now() // the revision's time: see objstore.PutRequest.Time

@@ -222,12 +222,13 @@ func open(store, mnt string, cfg Config, x *excluder) (*running, error) {
 		if m.jnl, err = openJournal(filepath.Join(store, journalFile), cfg.Logger); err != nil {
 			return nil, errors.Join(err, m.close(context.Background()))
 		}
-		if m.unclean, err = markMounted(store); err != nil {
+		var restarted bool
+		if m.unclean, restarted, err = markMounted(store); err != nil {
 			return nil, errors.Join(err, m.close(context.Background()))
 		}
 		m.marked = true
 		sw := &spaceWait{room: st.Room, closing: m.closing, log: cfg.Logger}
-		sink = journalSink{ls: ls, j: m.jnl, rd: &redoer{st: st, ls: ls, j: m.jnl, live: live, log: cfg.Logger, x: x}, sw: sw}
+		sink = journalSink{ls: ls, j: m.jnl, rd: &redoer{st: st, ls: ls, j: m.jnl, live: live, log: cfg.Logger, x: x, restarted: restarted}, sw: sw}
 	}
 	m.rec = NewRecorder(sink, cfg.FsyncInterval, cfg.Logger)
 	if js, ok := sink.(journalSink); ok {
@@ -253,7 +254,11 @@ func open(store, mnt string, cfg Config, x *excluder) (*running, error) {
 		if n := js.rd.queue(m.rec); n > 0 {
 			cfg.Logger.Info("redoing recordings a previous mount left pending", "files", n)
 		}
-		if m.unclean {
+		if m.unclean && js.rd.restarted {
+			t0 := time.Now()
+			n := js.rd.queueAll(m.rec)
+			cfg.Logger.Info("the previous mount did not end cleanly and the machine restarted since; compared every live file's content with its history", "changed", n, "took", time.Since(t0).Round(time.Millisecond))
+		} else if m.unclean {
 			n := js.rd.queueAll(m.rec)
 			cfg.Logger.Info("the previous mount did not end cleanly; checked every live file against its history", "changed", n)
 		}

@@ -3,10 +3,15 @@ package mount
 import (
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
 	"golang.org/x/sys/unix"
@@ -23,28 +28,55 @@ import (
 // kernel writes dirty pages back whenever it likes, and a passthrough
 // writer's pages never pass through the mount at all; the journal is
 // fsynced only where an fsync returns before its revision is durable
-// (doc.go). The check costs a stat, an xattr read and an index lookup
-// per live file, and reads only files changed since their newest
-// revision (redoFile).
+// (doc.go).
+//
+// The mark holds the id of the boot it was made in. While that kernel
+// runs, its inodes are the truth: a file whose size and ctime say it has
+// not changed since its newest revision has not, and the check costs a
+// stat, an xattr read and an index lookup per live file, reading only
+// the files changed since (redoFile). After a restart (a power cut) the
+// disk's ctime may be older than its data: the data of an overwrite can
+// reach the disk before the journal commit of the inode's new ctime, and
+// with lazytime the ctime waits for the next inode update. The check
+// then hashes every live file of the size of its newest revision, as
+// fsck reads a file system after a crash: before the mount serves, at
+// the disk's read speed. A mark that lost its content to the cut reads
+// as another boot's.
 const mountedFile = "mounted"
 
 // markMounted puts mountedFile in store, durably, before the mount
-// serves, and reports whether it was there already: the previous mount
-// did not end cleanly.
-func markMounted(store string) (unclean bool, err error) {
+// serves, and reports whether it was there already (the previous mount
+// did not end cleanly) and, if so, whether the machine restarted since
+// it was made. A mark found is left as it is: a mount killed again in
+// this boot leaves the next one the same full check.
+func markMounted(store string) (unclean, restarted bool, err error) {
 	p := filepath.Join(store, mountedFile)
 	if _, err := os.Lstat(p); err == nil {
-		return true, nil
+		b, err := os.ReadFile(p)
+		boot := bootID()
+		return true, err != nil || boot == "" || string(b) != boot, nil
 	}
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return false, fmt.Errorf("mark the store mounted: %w", err)
+		return false, false, fmt.Errorf("mark the store mounted: %w", err)
 	}
-	// Empty: its name is the mark, durable with the directory's fsync.
-	if err = errors.Join(f.Close(), index.SyncDir(store)); err != nil {
-		return false, fmt.Errorf("mark the store mounted: %w", errors.Join(err, os.Remove(p)))
+	// The boot id is not fsynced: the name is the mark, durable with the
+	// directory's fsync, and a content lost reads as another boot's.
+	_, err = f.WriteString(bootID())
+	if err = errors.Join(err, f.Close(), index.SyncDir(store)); err != nil {
+		return false, false, fmt.Errorf("mark the store mounted: %w", errors.Join(err, os.Remove(p)))
 	}
-	return false, nil
+	return false, false, nil
+}
+
+// bootID returns the running kernel's boot id, or "" if it cannot be
+// read (then every unclean end is taken for a restart).
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // markClean removes mountedFile: the mount ended with every change
@@ -60,10 +92,10 @@ func markClean(store string) error {
 // that is not excluded and not queued already (queue: the journal's),
 // after a mount that did not end cleanly (mountedFile), and returns how
 // many. A file a hard link names twice is queued once; a file with no
-// FileID is given one. A file whose stat says it has not changed since
-// its newest revision (redoFile's first test) is not queued: an fsync
-// waits for the redos queued before it, and after an unclean end that
-// would be one per live file.
+// FileID is given one. A file that has not changed since its newest
+// revision is not queued: an fsync waits for the redos queued before it,
+// and after an unclean end that would be one per live file. It is told
+// by its stat, or after a restart (r.restarted) by its content's hash.
 func (r *redoer) queueAll(rec *Recorder) int {
 	queued := r.j.entries()
 	var rds []*redo
@@ -88,12 +120,10 @@ func (r *redoer) queueAll(rec *Recorder) int {
 			return nil
 		}
 		seen[id] = true
-		if r.unchangedFile(id, p) {
-			return nil
-		}
 		rds = append(rds, &redo{id: id, path: filepath.ToSlash(rel), checked: true})
 		return nil
 	})
+	rds = r.changed(rds)
 	r.mu.Lock()
 	if r.todo == nil {
 		r.todo = make(map[fs.FileID]bool, len(rds))
@@ -106,6 +136,38 @@ func (r *redoer) queueAll(rec *Recorder) int {
 		rec.queueRedo(rd)
 	}
 	return len(rds)
+}
+
+// checkers is how many live files the check looks at at once: it waits
+// on the disk more than on a core (a cold cache after a restart).
+const checkers = 8
+
+// changed returns the redos of rds whose file changed since its newest
+// revision, in their order: by stat, or after a restart by hash.
+func (r *redoer) changed(rds []*redo) []*redo {
+	same := make([]bool, len(rds))
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range min(checkers, len(rds)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(rds); i = int(next.Add(1) - 1) {
+				p := filepath.Join(r.live, rds[i].path)
+				if r.restarted {
+					same[i] = r.sameHash(rds[i].id, p)
+				} else {
+					same[i] = r.unchangedFile(rds[i].id, p)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	out := rds[:0]
+	for i, rd := range rds {
+		if !same[i] {
+			out = append(out, rd)
+		}
+	}
+	return out
 }
 
 // syncLive makes the file system holding the live directory durable
@@ -130,12 +192,43 @@ func (r *redoer) unchangedFile(id fs.FileID, p string) bool {
 	if err != nil {
 		return false
 	}
-	r.ls.mu.Lock()
-	fid, known := r.ls.sink.ids[id]
-	var prev index.RevID
-	if known {
-		prev = r.ls.sink.prev(fid)
-	}
-	r.ls.mu.Unlock()
+	prev, known := r.newest(id)
 	return known && r.unchangedSince(prev, fi)
+}
+
+// sameHash reports whether the live file at p, of FileID id, has the
+// size and content hash of its newest revision, reading it through once.
+// A revision whose hash is deferred (stored from its written ranges)
+// cannot tell: the redo compares its text.
+func (r *redoer) sameHash(id fs.FileID, p string) bool {
+	prev, known := r.newest(id)
+	if !known {
+		return false
+	}
+	e, err := r.st.Entry(prev)
+	if err != nil || e.Flags&index.FlagHashDeferred != 0 {
+		return false
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || uint64(fi.Size()) != e.Size {
+		return false
+	}
+	h := xxhash.New()
+	n, err := io.Copy(h, f)
+	return err == nil && uint64(n) == e.Size && h.Sum64() == e.Hash
+}
+
+// newest returns the newest revision of the store file bound to id.
+func (r *redoer) newest(id fs.FileID) (index.RevID, bool) {
+	r.ls.mu.Lock()
+	defer r.ls.mu.Unlock()
+	fid, known := r.ls.sink.ids[id]
+	if !known {
+		return index.RevID{}, false
+	}
+	return r.ls.sink.prev(fid), true
 }
