@@ -2,6 +2,7 @@ package mount
 
 import (
 	"context"
+	"errors"
 
 	"github.com/deltafs/deltafs/fs"
 )
@@ -168,7 +169,7 @@ func (s journalSink) RecordBatch(ctx context.Context, evs []Event, done func([]e
 			for i := range errs {
 				cs = append(cs, run[i].Change)
 			}
-			s.j.recordedAll(cs, errs)
+			s.j.recordedAll(cs, journalErrs(errs))
 			s.sw.failed(errs)
 			run = run[len(errs):]
 			done(errs)
@@ -188,9 +189,23 @@ func (s journalSink) Record(ctx context.Context, ev Event) error {
 	} else {
 		err = s.ls.Record(ctx, ev)
 		if ev.Change != nil {
-			s.j.recorded(ev.Change, err == nil)
+			s.j.recorded(ev.Change, err == nil || errors.Is(err, errTooLarge))
 		}
 	}
 	s.sw.failed([]error{err})
 	return err
+}
+
+// journalErrs is errs as the journal takes them (recordedAll): a change
+// too large to record (errTooLarge) is done with, as one recorded is.
+// Kept pending, it kept the store marked (unclean.go) until the next
+// mount's redo dropped it, and that mount checked every live file.
+func journalErrs(errs []error) []error {
+	out := make([]error, len(errs))
+	for i, err := range errs {
+		if !errors.Is(err, errTooLarge) {
+			out[i] = err
+		}
+	}
+	return out
 }

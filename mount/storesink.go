@@ -235,7 +235,7 @@ func (j *job) durable() {
 // file's history is bound to that file's store identity now.
 func (s *storeSink) stage(c *fs.Change, continues fs.FileID) (*job, error) {
 	if c.Size > maxRecordBytes {
-		return nil, fmt.Errorf("%s: %d bytes, more than the %d a revision may have; change not recorded", c.Path, c.Size, int64(maxRecordBytes))
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d a revision may have; change not recorded: %w", c.Path, c.Size, int64(maxRecordBytes), errTooLarge)
 	}
 	j := &job{c: c}
 	switch {
