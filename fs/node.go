@@ -70,20 +70,42 @@ func (n *Node) waitRecorded(ctx context.Context) syscall.Errno {
 	reported := !n.reported.IsZero()
 	n.mu.Unlock()
 	if !reported {
-		if rw, ok := n.fsys.rec.(RedoWaiter); !ok || !rw.Redoing() {
+		if !n.fsys.redoing() {
 			return 0
 		}
 		if id.IsZero() {
 			id = readID(n.livePath())
 		}
 	}
+	return n.fsys.waitRead(ctx, id)
+}
+
+// redoing reports whether the Recorder has redos queued (RedoWaiter).
+func (f *FS) redoing() bool {
+	rw, ok := f.rec.(RedoWaiter)
+	return ok && rw.Redoing()
+}
+
+// waitRedo waits, while the Recorder has redos queued, until it has read
+// the changes of file id queued so far: an unlink or a rename over is
+// about to take the file out of the live tree, where its redo reads it.
+func (f *FS) waitRedo(ctx context.Context, id FileID) syscall.Errno {
+	if !f.redoing() {
+		return 0
+	}
+	return f.waitRead(ctx, id)
+}
+
+// waitRead waits until the Recorder has read (ReadWaiter) or else
+// recorded the changes of file id queued so far.
+func (f *FS) waitRead(ctx context.Context, id FileID) syscall.Errno {
 	if id.IsZero() {
 		return 0
 	}
-	if rw, ok := n.fsys.rec.(ReadWaiter); ok {
-		return n.fsys.errno("wait for recording", rw.WaitRead(ctx, id))
+	if rw, ok := f.rec.(ReadWaiter); ok {
+		return f.errno("wait for recording", rw.WaitRead(ctx, id))
 	}
-	return n.fsys.errno("wait for recording", n.fsys.rec.Wait(ctx, id))
+	return f.errno("wait for recording", f.rec.Wait(ctx, id))
 }
 
 // livePath returns the absolute path of n in the live directory. For a

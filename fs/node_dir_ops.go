@@ -138,6 +138,9 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 		if errno := n.fsys.keepRemoved(ctx, p, ino, id); errno != 0 {
 			return errno
 		}
+		if errno := n.fsys.waitRedo(ctx, id); errno != 0 {
+			return errno
+		}
 	}
 	n.fsys.hold() // after the waits (freeze.go)
 	defer n.fsys.unhold()
@@ -171,7 +174,8 @@ func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
 	} else {
 		ino = n.childIno(name)
 	}
-	if pend := reg && ino != 0 && n.fsys.refs.pending(ino); pend || reg && n.fsys.unlinks {
+	redo := reg && n.fsys.redoing()
+	if pend := reg && ino != 0 && n.fsys.refs.pending(ino); pend || reg && n.fsys.unlinks || redo {
 		p := n.childPath(name)
 		if id.IsZero() {
 			id = readID(p)
@@ -180,6 +184,9 @@ func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
 			if errno := n.fsys.keepRemoved(ctx, p, ino, id); errno != 0 {
 				return errno
 			}
+		}
+		if errno := n.fsys.waitRedo(ctx, id); errno != 0 {
+			return errno
 		}
 	}
 	n.fsys.hold() // after the waits (freeze.go)
@@ -233,6 +240,9 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	fromIno, toIno := n.childIno(name), np.childIno(newName)
 	if !ev.Exchange && toIno != 0 && toIno != fromIno {
 		if errno := n.fsys.keepRemoved(ctx, np.childPath(newName), toIno, ev.Replaced); errno != 0 {
+			return errno
+		}
+		if errno := n.fsys.waitRedo(ctx, ev.Replaced); errno != 0 {
 			return errno
 		}
 	}

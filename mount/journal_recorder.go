@@ -133,6 +133,14 @@ func (r *Recorder) queueRedo(rd *redo) {
 	r.redoing.Store(true)
 }
 
+// waitRedos returns when every redo queued so far has run, or ctx ends.
+func (r *Recorder) waitRedos(ctx context.Context) error {
+	r.mu.Lock()
+	target := r.redoUntil
+	r.mu.Unlock()
+	return r.waitFor(ctx, target)
+}
+
 // Redoing implements fs.RedoWaiter: a redo is queued and not done, so a
 // writer of a file it reported nothing of yet waits for the file's
 // changes (the redo's) before changing it. One atomic load.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +51,7 @@ type redoer struct {
 	// restarted since; a stat may say a file is unchanged when its
 	// data is not (mountedFile), so every redo compares the content.
 	restarted bool
+	failed    atomic.Int32 // redos that failed, kept pending (trustBoot)
 
 	mu     sync.Mutex           // guards todo and walked: queue runs again after a full disk (space.go)
 	todo   map[fs.FileID]bool   // pending ids not redone yet
@@ -106,7 +108,8 @@ func (r *redoer) run(ctx context.Context, rd *redo) error {
 	}
 	if !ok {
 		r.log.Debug("pending file no longer in the live tree; dropped", "id", rd.id)
-	} else if err != nil { // errMoved again: renamed under us twice; kept pending
+	} else if err != nil { // errMoved again (moved twice under us) or another error: kept pending
+		r.failed.Add(1)
 		if rd.checked {
 			// Into the journal: redone again after a full disk, and at
 			// the next mount; the store stays marked (unclean.go).
@@ -177,6 +180,9 @@ func liveID(p string) fs.FileID {
 // has not changed since that revision is taken at its word.
 func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string, trustStat bool) error {
 	f, err := os.OpenFile(filepath.Join(r.live, rel), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if errors.Is(err, iofs.ErrNotExist) || errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
+		return errMoved // moved or replaced since it was looked up
+	}
 	if err != nil {
 		return err
 	}

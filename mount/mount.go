@@ -257,7 +257,8 @@ func open(store, mnt string, cfg Config, x *excluder) (*running, error) {
 		if m.unclean && js.rd.restarted {
 			t0 := time.Now()
 			n := js.rd.queueAll(m.rec)
-			cfg.Logger.Info("the previous mount did not end cleanly and the machine restarted since; compared every live file's content with its history", "changed", n, "took", time.Since(t0).Round(time.Millisecond))
+			cfg.Logger.Info("the previous mount did not end cleanly and the machine restarted since; hashed every live file against its history", "changed", n, "took", time.Since(t0).Round(time.Millisecond))
+			go js.rd.trustBoot(m.rec, m.closing, store)
 		} else if m.unclean {
 			n := js.rd.queueAll(m.rec)
 			cfg.Logger.Info("the previous mount did not end cleanly; checked every live file against its history", "changed", n)

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,18 +31,20 @@ import (
 // fsynced only where an fsync returns before its revision is durable
 // (doc.go).
 //
-// The mark holds the id of the boot it was made in. While that kernel
-// runs, its inodes are the truth: a file whose size and ctime say it has
-// not changed since its newest revision has not, and the check costs a
-// stat, an xattr read and an index lookup per live file, reading only
-// the files changed since (redoFile). After a restart (a power cut) the
-// disk's ctime may be older than its data: the data of an overwrite can
-// reach the disk before the journal commit of the inode's new ctime, and
-// with lazytime the ctime waits for the next inode update. The check
-// then hashes every live file of the size of its newest revision, as
-// fsck reads a file system after a crash: before the mount serves, at
-// the disk's read speed. A mark that lost its content to the cut reads
-// as another boot's.
+// The mark holds the id of a boot in which every live file's ctime
+// agreed with its history: the one it was made in, or the one in which
+// a mount finished the check after a restart (trustBoot). While that
+// kernel runs, its inodes are the truth: a file whose size and ctime say
+// it has not changed since its newest revision has not, and the check
+// costs a stat, an xattr read and an index lookup per live file, reading
+// only the files changed since (redoFile). After a restart (a power cut)
+// the disk's ctime may be older than its data: the data of an overwrite
+// can reach the disk before the journal commit of the inode's new ctime,
+// and with lazytime the ctime waits for the next inode update. The check
+// then hashes every live file of the size of its newest revision before
+// the mount serves, at the disk's read speed, and the redos read every
+// file they redo. A mark that lost its content to the cut reads as
+// another boot's.
 const mountedFile = "mounted"
 
 // markMounted puts mountedFile in store, durably, before the mount
@@ -51,10 +54,8 @@ const mountedFile = "mounted"
 // this boot leaves the next one the same full check.
 func markMounted(store string) (unclean, restarted bool, err error) {
 	p := filepath.Join(store, mountedFile)
-	if _, err := os.Lstat(p); err == nil {
-		b, err := os.ReadFile(p)
-		boot := bootID()
-		return true, err != nil || boot == "" || string(b) != boot, nil
+	if unclean, restarted := readMark(store); unclean {
+		return true, restarted, nil
 	}
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -67,6 +68,49 @@ func markMounted(store string) (unclean, restarted bool, err error) {
 		return false, false, fmt.Errorf("mark the store mounted: %w", errors.Join(err, os.Remove(p)))
 	}
 	return false, false, nil
+}
+
+// readMark reports whether store holds mountedFile and, if so, whether
+// it names another boot than this one.
+func readMark(store string) (marked, restarted bool) {
+	p := filepath.Join(store, mountedFile)
+	if _, err := os.Lstat(p); err != nil {
+		return false, false
+	}
+	b, err := os.ReadFile(p)
+	boot := bootID()
+	return true, err != nil || boot == "" || string(b) != boot
+}
+
+// trustBoot writes this boot's id into the mark once every redo queued
+// at the mount, the check's after a restart among them, has run without
+// error: the live files then agree with their history as this kernel
+// sees them, and an unclean end later in this boot needs only the stat
+// check. It gives up when the mount closes first. The mark is opened
+// without O_CREATE: a clean unmount that removed it is not undone (a
+// removal after the open leaves the write in an unlinked file).
+func (r *redoer) trustBoot(rec *Recorder, closing <-chan struct{}, store string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := rec.waitRedos(ctx); err != nil || r.failed.Load() > 0 {
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(store, mountedFile), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return
+	}
+	// Not fsynced: a content lost reads as another boot's.
+	if _, err := f.WriteString(bootID()); err == nil {
+		r.log.Debug("every live file agrees with its history in this boot")
+	}
+	f.Close()
 }
 
 // bootID returns the running kernel's boot id, or "" if it cannot be

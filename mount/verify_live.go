@@ -41,8 +41,10 @@ type liveCheck struct {
 	journaled map[fs.FileID]bool
 	// unclean (offline): the store holds the mark of a mount that did
 	// not end cleanly, and the next mount checks every live file and
-	// records those that differ (unclean.go): a difference is pending.
-	unclean bool
+	// records those that differ (unclean.go): a difference it will see
+	// is pending. restarted: the mark is another boot's, and that check
+	// will read every file; else it sees a file changed by its stat.
+	unclean, restarted bool
 	// leftOut, if set, reports whether the live file at p (FileID id)
 	// is one a running mount leaves out of history and keeps pending
 	// (exclude.go).
@@ -129,7 +131,7 @@ func (c *liveCheck) check(ctx context.Context, p string) (index.RevID, bool, err
 		if st.Size == 0 {
 			return index.NullRev, false, nil
 		}
-		return index.NullRev, c.pending(p, st.Ino, id), fmt.Errorf("%d bytes never recorded: the file has no revision", st.Size)
+		return index.NullRev, c.unclean || c.pending(p, st.Ino, id), fmt.Errorf("%d bytes never recorded: the file has no revision", st.Size)
 	}
 	last := newest.ID()
 	want, err := c.st.Get(ctx, last)
@@ -140,7 +142,8 @@ func (c *liveCheck) check(ctx context.Context, p string) (index.RevID, bool, err
 	if err != nil || same {
 		return last, false, err
 	}
-	return last, c.pending(p, st.Ino, id), fmt.Errorf("live content (%d bytes) differs from its last revision (%d bytes): a change was not recorded", st.Size, len(want))
+	next := c.unclean && (c.restarted || !statUnchanged(&st, newest)) // the next mount's check records it
+	return last, next || c.pending(p, st.Ino, id), fmt.Errorf("live content (%d bytes) differs from its last revision (%d bytes): a change was not recorded", st.Size, len(want))
 }
 
 // pending reports whether the change of live file id (inode ino, at p)
@@ -148,7 +151,7 @@ func (c *liveCheck) check(ctx context.Context, p string) (index.RevID, bool, err
 // yet), or the pending journal names it, or the running mount excludes
 // it and keeps it pending.
 func (c *liveCheck) pending(p string, ino uint64, id fs.FileID) bool {
-	return c.unclean || c.writing != nil && c.writing()[ino] || !id.IsZero() && c.journaled[id] ||
+	return c.writing != nil && c.writing()[ino] || !id.IsZero() && c.journaled[id] ||
 		!id.IsZero() && c.leftOut != nil && c.leftOut(p, id)
 }
 
@@ -206,7 +209,8 @@ func (r VerifyReport) Problems() int { return r.Store.Problems + r.Live.Problems
 // VerifyOffline checks the unmounted store st in dir: everything
 // objstore.VerifyAll checks, then every live file against its last
 // revision. After a mount that did not end cleanly, a live file that
-// differs is pending (the next mount records it), not a problem.
+// differs where the next mount's check will see it is pending (that
+// mount records it), not a problem.
 func VerifyOffline(ctx context.Context, st *objstore.Store, dir string, report func(objstore.Problem), progress func(objstore.VerifyProgress)) (VerifyReport, error) {
 	var r VerifyReport
 	var err error
@@ -221,8 +225,8 @@ func VerifyOffline(ctx context.Context, st *objstore.Store, dir string, report f
 	if err != nil {
 		return r, err
 	}
-	_, err = os.Stat(filepath.Join(dir, mountedFile))
-	c := &liveCheck{st: st, live: filepath.Join(dir, liveDir), report: report, journaled: journaled, unclean: err == nil,
+	unclean, restarted := readMark(dir)
+	c := &liveCheck{st: st, live: filepath.Join(dir, liveDir), report: report, journaled: journaled, unclean: unclean, restarted: restarted,
 		storeFile: func(id fs.FileID) (index.FileID, bool) { f, ok := ids[id]; return f, ok }}
 	if _, err := os.Stat(c.live); errors.Is(err, os.ErrNotExist) {
 		return r, nil // never mounted
