@@ -216,10 +216,12 @@ func (r *liveRevs) unchanged(path string, id fs.FileID, e index.Entry) bool {
 	if err := syscall.Lstat(path, &st); err != nil {
 		return false
 	}
-	if statUnchanged(&st, e) {
-		return true
-	}
-	return r.clean != nil && !id.IsZero() && uint64(st.Size) == e.Size && st.Ctim.Nano() <= e.Time && r.clean(id)
+	same := statUnchanged(&st, e) ||
+		r.clean != nil && !id.IsZero() && uint64(st.Size) == e.Size && st.Ctim.Nano() <= e.Time && r.clean(id)
+	// And it is still id's file: one renamed over it since the build's
+	// stat, of the same size, can pass both (a rename's ctime comes from
+	// the coarse clock, and may be no later than e's time).
+	return same && (id.IsZero() || liveID(path) == id)
 }
 
 // holds reports whether revision e's content is src's, streamed through
