@@ -83,7 +83,7 @@ func TestPowerCutMount(t *testing.T) {
 		}
 	}()
 	var opened time.Duration // how long the last mount took to serve
-	early, inOpen, redone, torn, acked := 0, 0, 0, 0, 0
+	early, inOpen, redone, torn, acked, restarts := 0, 0, 0, 0, 0, 0
 	for round := range rounds {
 		r := rand.New(rand.NewPCG(seed, uint64(round)+1))
 		var tornSeed uint64
@@ -147,6 +147,13 @@ func TestPowerCutMount(t *testing.T) {
 		}
 		check = cfs.MaterializeT(t)
 		img = cfs.MaterializeT(t) // the next round's disk, unrecovered
+		// Every other round the machine restarts after the cut: the
+		// mark names a boot before it, and the mount after the cut
+		// hashes every live file instead of trusting its ctime.
+		restarted := round%2 == 0 && restartedAfter(t, filepath.Join(check, "s.dfs"))
+		if round%2 == 1 {
+			restartedAfter(t, filepath.Join(img, "s.dfs"))
+		}
 		if _, err := cfs.Unmount(); err != nil {
 			t.Fatalf("round %d: unmount crashfs: %v", round, err)
 		}
@@ -158,6 +165,11 @@ func TestPowerCutMount(t *testing.T) {
 		redone += strings.Count(c.Stderr.String(), "left unrecorded")
 		if !strings.Contains(c.Stderr.String(), "did not end cleanly") {
 			t.Errorf("round %d: the mount after the cut did not check the live tree (the store was not marked mounted)", round)
+		}
+		if restarted && !strings.Contains(c.Stderr.String(), "restarted since") {
+			t.Errorf("round %d: the mount after the cut and a restart did not hash the live tree", round)
+		} else if restarted {
+			restarts++
 		}
 		for _, l := range strings.Split(c.Stderr.String(), "\n") {
 			if strings.Contains(l, "level=ERROR") {
@@ -171,14 +183,28 @@ func TestPowerCutMount(t *testing.T) {
 			t.Fatalf("round %d failed (seed %d)", round, seed)
 		}
 	}
-	t.Logf("%d rounds in %v: %d contents acknowledged by an fsync, %d cuts inside a mount's open, %d right after it, %d unsynced sectors kept by torn cuts, %d changes the cuts left unrecorded redone",
-		rounds, time.Since(start).Round(time.Millisecond), acked, inOpen, early, torn, redone)
+	t.Logf("%d rounds in %v: %d contents acknowledged by an fsync, %d cuts inside a mount's open, %d right after it, %d unsynced sectors kept by torn cuts, %d changes the cuts left unrecorded redone, %d checks after a restart",
+		rounds, time.Since(start).Round(time.Millisecond), acked, inOpen, early, torn, redone, restarts)
 	if acked == 0 {
 		t.Fatalf("no fsync returned in %d rounds: the test exercised nothing", rounds)
 	}
 }
 
 // listSizes lists the files under dir with their sizes, one a line.
+// restartedAfter makes the store's mark, if there is one, name a boot
+// before this one, as after a restart, and reports whether it did.
+func restartedAfter(t *testing.T, store string) bool {
+	t.Helper()
+	p := filepath.Join(store, mountedFile)
+	if _, err := os.Lstat(p); err != nil {
+		return false
+	}
+	if err := os.WriteFile(p, []byte("a boot before the cut"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
 func listSizes(dir string) string {
 	var b strings.Builder
 	filepath.WalkDir(dir, func(p string, d iofs.DirEntry, err error) error {
