@@ -143,6 +143,7 @@ func markClean(store string) error {
 func (r *redoer) queueAll(rec *Recorder) int {
 	queued := r.j.entries()
 	var rds []*redo
+	var lost []string // live files with no FileID
 	seen := map[fs.FileID]bool{}
 	_ = filepath.WalkDir(r.live, func(p string, d iofs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
@@ -154,19 +155,40 @@ func (r *redoer) queueAll(rec *Recorder) int {
 		}
 		id := liveID(p)
 		if id.IsZero() {
-			// A file made through a mount has its FileID from its
-			// create, but the xattr may not have reached the disk
-			// where its data did (a power cut). The mount does not
-			// serve yet: no attributes of it are cached.
-			id = giveID(p)
+			lost = append(lost, filepath.ToSlash(rel))
+			return nil
 		}
-		if _, ok := queued[id]; ok || id.IsZero() || seen[id] {
+		if _, ok := queued[id]; ok || seen[id] {
 			return nil
 		}
 		seen[id] = true
 		rds = append(rds, &redo{id: id, path: filepath.ToSlash(rel), checked: true})
 		return nil
 	})
+	// A file made through a mount has its FileID from its create, but
+	// the xattr may not have reached the disk where its data did (a
+	// power cut). It gets back the FileID of the file whose history was
+	// last at its path, if no live file has that one any more, else a
+	// new one. The mount does not serve yet: no attributes are cached.
+	var vacated map[string]fs.FileID
+	for _, rel := range lost {
+		if vacated == nil {
+			vacated = r.vacatedNames(seen)
+		}
+		p := filepath.Join(r.live, rel)
+		id, ok := vacated[rel]
+		if ok && unix.Lsetxattr(p, fs.XattrID, id[:], unix.XATTR_CREATE) == nil {
+			delete(vacated, rel)
+			r.log.Info("a live file lost its FileID; it continues the history last at its path", "path", rel)
+		} else {
+			id = giveID(p)
+		}
+		if _, ok := queued[id]; ok || id.IsZero() || seen[id] {
+			continue
+		}
+		seen[id] = true
+		rds = append(rds, &redo{id: id, path: rel, checked: true})
+	}
 	rds = r.changed(rds)
 	r.mu.Lock()
 	if r.todo == nil {
@@ -180,6 +202,29 @@ func (r *redoer) queueAll(rec *Recorder) int {
 		rec.queueRedo(rd)
 	}
 	return len(rds)
+}
+
+// vacatedNames maps the last path of each store file whose live FileID
+// no live file has (not in seen) to that FileID; of two at one path, the
+// newer store file's.
+func (r *redoer) vacatedNames(seen map[fs.FileID]bool) map[string]fs.FileID {
+	r.ls.mu.Lock()
+	gone := map[fs.FileID]index.FileID{}
+	for id, fid := range r.ls.sink.ids {
+		if !seen[id] {
+			gone[id] = fid
+		}
+	}
+	r.ls.mu.Unlock()
+	byName, newest := map[string]fs.FileID{}, map[string]index.FileID{}
+	for id, fid := range gone {
+		m, err := r.st.File(fid)
+		if err != nil || m.Name == "" || m.Revs == 0 || newest[m.Name] > fid {
+			continue
+		}
+		byName[m.Name], newest[m.Name] = id, fid
+	}
+	return byName
 }
 
 // checkers is how many live files the check looks at at once: it waits

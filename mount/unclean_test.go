@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/objstore"
+	"golang.org/x/sys/unix"
 )
 
 // TestUncleanMountChecksEveryFile: a mount that did not end cleanly
@@ -314,5 +316,45 @@ func TestUncleanMountAfterRestartReadsEveryFile(t *testing.T) {
 	// Another boot: the content is compared.
 	if got, want := revisions("another boot", 0, 2), string(kept); got["a"] != want || got["b"] != want {
 		t.Errorf("unclean end, then a restart: newest revisions %q, want the live content %q", got, want)
+	}
+}
+
+// TestUncleanMountGivesBackALostFileID: a power cut can keep a live
+// file's data and name but not the FileID xattr its create set. The
+// check after it gives the file back the FileID of the history last at
+// its path, when no live file has that one, so the history goes on; a
+// new FileID forked it (a new store file, its first revision the
+// content the disk kept). A file with no history at its path gets a new
+// FileID, as before.
+func TestUncleanMountGivesBackALostFileID(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	ctx := context.Background()
+	l := start(t, store)
+	mustDo(t, os.MkdirAll(filepath.Join(l.mnt, "d"), 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(l.mnt, "d/a.txt"), []byte("one\n"), 0o644))
+	mustDo(t, l.rec.Sync(ctx))
+	l.stop(t)
+	liveA := filepath.Join(store, liveDir, "d/a.txt")
+	id := liveID(liveA)
+	mustDo(t, os.WriteFile(liveA, []byte("two: its xattr lost\n"), 0o644))
+	mustDo(t, unix.Lremovexattr(liveA, fs.XattrID))
+	mustDo(t, os.WriteFile(filepath.Join(store, liveDir, "new.txt"), []byte("no history\n"), 0o644))
+	mustDo(t, os.WriteFile(filepath.Join(store, mountedFile), []byte(bootID()), 0o600))
+	l = start(t, store)
+	mustDo(t, l.rec.Sync(ctx))
+	if got := liveID(liveA); got != id {
+		t.Errorf("d/a.txt's FileID after the check: %v, want its own %v back", got, id)
+	}
+	if liveID(filepath.Join(store, liveDir, "new.txt")).IsZero() {
+		t.Errorf("new.txt has no FileID after the check")
+	}
+	c := connect(t, l.mnt, false)
+	lg, err := c.Log(ctx, Target{Path: "d/a.txt"})
+	mustDo(t, err)
+	if len(lg.Revisions) != 2 {
+		t.Errorf("d/a.txt has %d revisions, want 2 (one history): %s", len(lg.Revisions), revNums(lg))
+	}
+	if _, data, err := c.Cat(ctx, Target{Path: "d/a.txt"}, RevSpec{}); err != nil || string(data) != "two: its xattr lost\n" {
+		t.Errorf("d/a.txt's newest revision: %q, %v", data, err)
 	}
 }
