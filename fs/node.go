@@ -86,11 +86,12 @@ func (f *FS) redoing() bool {
 	return ok && rw.Redoing()
 }
 
-// waitRedo waits, while the Recorder has redos queued, until it has read
-// the changes of file id queued so far: an unlink or a rename over is
-// about to take the file out of the live tree, where its redo reads it.
+// waitRedo waits, while a redo of file id is queued, until the Recorder
+// has read the changes of id queued so far: an unlink or a rename over
+// is about to take the file out of the live tree, where its redo reads
+// it. (Its other changes are kept for it by keepRemoved.)
 func (f *FS) waitRedo(ctx context.Context, id FileID) syscall.Errno {
-	if !f.redoing() {
+	if rw, ok := f.rec.(RedoWaiter); !ok || id.IsZero() || !rw.Redoing() || !rw.RedoPending(id) {
 		return 0
 	}
 	return f.waitRead(ctx, id)

@@ -170,8 +170,11 @@ type ReadWaiter interface {
 // reported in this mount waits for that file's changes too (WaitRead or
 // Wait by its FileID), as it does for one it reported: otherwise it
 // could truncate or overwrite the content the redo is there to record.
+// An unlink of a file, or a rename over it, waits so when RedoPending
+// says a redo of that file is queued.
 type RedoWaiter interface {
 	Redoing() bool
+	RedoPending(id FileID) bool
 }
 
 // Undirtier is implemented by a Recorder that can take a Dirtied back.

@@ -140,9 +140,10 @@
 // live tree is dropped. The redo runs in the Recorder's goroutine while
 // the mount serves; Sync (snapshots, unmount) waits for all of it, and
 // Wait and Flush of a file (its fsync, its history view) for that
-// file's redo, and so do, while any redo is queued (fs.RedoWaiter), the
-// first writer of a file, its unlink and a rename over it, which would
-// otherwise change or remove what the redo is there to read. A clean unmount leaves the journal empty, but for the
+// file's redo; so do (fs.RedoWaiter) the first writer of a file while
+// any redo is queued, and an unlink of a file or a rename over it while
+// its own redo is, which would otherwise change or remove what the redo
+// is there to read. A clean unmount leaves the journal empty, but for the
 // files of excluded paths (exclude.go), which stay pending: their
 // content is in no revision, so snapshots read them and a rename out of
 // the patterns redoes them. A read-only mount neither journals nor

@@ -131,6 +131,18 @@ func (r *Recorder) queueRedo(rd *redo) {
 	delete(r.reads, rd.id) // WaitRead waits for the redo to finish
 	r.redoUntil = r.enq
 	r.redoing.Store(true)
+	if r.redoSeq == nil {
+		r.redoSeq = map[fs.FileID]uint64{}
+	}
+	r.redoSeq[rd.id] = r.enq
+}
+
+// RedoPending implements fs.RedoWaiter: a redo of file id is queued and
+// not done.
+func (r *Recorder) RedoPending(id fs.FileID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.redoSeq[id] > r.done
 }
 
 // waitRedos returns when every redo queued so far has run, or ctx ends.

@@ -52,6 +52,7 @@ type redoer struct {
 	// data is not (mountedFile), so every redo compares the content.
 	restarted bool
 	failed    atomic.Int32 // redos that failed, kept pending (trustBoot)
+	skipped   atomic.Bool  // the check could not read a directory (trustBoot)
 
 	mu     sync.Mutex           // guards todo and walked: queue runs again after a full disk (space.go)
 	todo   map[fs.FileID]bool   // pending ids not redone yet

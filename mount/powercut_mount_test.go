@@ -190,7 +190,6 @@ func TestPowerCutMount(t *testing.T) {
 	}
 }
 
-// listSizes lists the files under dir with their sizes, one a line.
 // restartedAfter makes the store's mark, if there is one, name a boot
 // before this one, as after a restart, and reports whether it did.
 func restartedAfter(t *testing.T, store string) bool {
@@ -205,6 +204,7 @@ func restartedAfter(t *testing.T, store string) bool {
 	return true
 }
 
+// listSizes lists the files under dir with their sizes, one a line.
 func listSizes(dir string) string {
 	var b strings.Builder
 	filepath.WalkDir(dir, func(p string, d iofs.DirEntry, err error) error {

@@ -103,9 +103,11 @@ type Recorder struct {
 	enq     uint64                    // events queued so far
 	done    uint64                    // events the sink finished
 	// redoUntil is the queue position of the last redo queued; redoing
-	// is set while done is below it (Redoing, read without mu).
+	// is set while done is below it (Redoing, read without mu). redoSeq
+	// holds each redo's position until then (RedoPending).
 	redoUntil uint64
 	redoing   atomic.Bool
+	redoSeq   map[fs.FileID]uint64
 	waiters   []waiter
 	closed    bool
 	wake      chan struct{}
@@ -569,6 +571,7 @@ func (r *Recorder) finished(n int) {
 	r.done += uint64(n)
 	if r.done >= r.redoUntil {
 		r.redoing.Store(false)
+		r.redoSeq = nil
 	}
 	kept := r.waiters[:0]
 	for _, w := range r.waiters {

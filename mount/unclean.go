@@ -8,6 +8,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,7 +85,7 @@ func readMark(store string) (marked, restarted bool) {
 
 // trustBoot writes this boot's id into the mark once every redo queued
 // at the mount, the check's after a restart among them, has run without
-// error: the live files then agree with their history as this kernel
+// error, and the check read every directory: the live files then agree with their history as this kernel
 // sees them, and an unclean end later in this boot needs only the stat
 // check. It gives up when the mount closes first. The mark is opened
 // without O_CREATE: a clean unmount that removed it is not undone (a
@@ -99,7 +100,7 @@ func (r *redoer) trustBoot(rec *Recorder, closing <-chan struct{}, store string)
 		case <-ctx.Done():
 		}
 	}()
-	if err := rec.waitRedos(ctx); err != nil || r.failed.Load() > 0 {
+	if err := rec.waitRedos(ctx); err != nil || r.failed.Load() > 0 || r.skipped.Load() {
 		return
 	}
 	f, err := os.OpenFile(filepath.Join(store, mountedFile), os.O_WRONLY|os.O_TRUNC, 0)
@@ -146,8 +147,12 @@ func (r *redoer) queueAll(rec *Recorder) int {
 	var lost []string // live files with no FileID
 	seen := map[fs.FileID]bool{}
 	_ = filepath.WalkDir(r.live, func(p string, d iofs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return nil // an unreadable directory is skipped, not fatal
+		if err != nil {
+			r.skipped.Store(true) // an unreadable directory is skipped, not fatal
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
 		}
 		rel, err := filepath.Rel(r.live, p)
 		if err != nil || r.x.excluded(filepath.ToSlash(rel)) {
@@ -165,29 +170,11 @@ func (r *redoer) queueAll(rec *Recorder) int {
 		rds = append(rds, &redo{id: id, path: filepath.ToSlash(rel), checked: true})
 		return nil
 	})
-	// A file made through a mount has its FileID from its create, but
-	// the xattr may not have reached the disk where its data did (a
-	// power cut). It gets back the FileID of the file whose history was
-	// last at its path, if no live file has that one any more, else a
-	// new one. The mount does not serve yet: no attributes are cached.
-	var vacated map[string]fs.FileID
-	for _, rel := range lost {
-		if vacated == nil {
-			vacated = r.vacatedNames(seen)
+	for _, rd := range r.giveBack(lost) {
+		if _, ok := queued[rd.id]; !ok && !seen[rd.id] {
+			seen[rd.id] = true
+			rds = append(rds, rd)
 		}
-		p := filepath.Join(r.live, rel)
-		id, ok := vacated[rel]
-		if ok && unix.Lsetxattr(p, fs.XattrID, id[:], unix.XATTR_CREATE) == nil {
-			delete(vacated, rel)
-			r.log.Info("a live file lost its FileID; it continues the history last at its path", "path", rel)
-		} else {
-			id = giveID(p)
-		}
-		if _, ok := queued[id]; ok || id.IsZero() || seen[id] {
-			continue
-		}
-		seen[id] = true
-		rds = append(rds, &redo{id: id, path: rel, checked: true})
 	}
 	rds = r.changed(rds)
 	r.mu.Lock()
@@ -204,27 +191,112 @@ func (r *redoer) queueAll(rec *Recorder) int {
 	return len(rds)
 }
 
-// vacatedNames maps the last path of each store file whose live FileID
-// no live file has (not in seen) to that FileID; of two at one path, the
-// newer store file's.
-func (r *redoer) vacatedNames(seen map[fs.FileID]bool) map[string]fs.FileID {
+// giveBack gives each live file of lost (which has no FileID) one, and
+// returns their redos. A file made through a mount has its FileID from
+// its create, but the xattr may not have reached the disk where its data
+// did (a power cut). It gets back the FileID of the history last at its
+// path (vacated) if it was born no later than that history's newest
+// revision: a file made at the path after it is another file (vacated.go
+// says the same of a path vacated long ago). Else a new FileID. The
+// mount does not serve yet: no attributes are cached.
+func (r *redoer) giveBack(lost []string) []*redo {
+	if len(lost) == 0 {
+		return nil
+	}
+	vacated := r.vacated()
+	// The paths with a history first: a hard link without one would
+	// give the inode a new FileID before its other name got the old.
+	slices.SortStableFunc(lost, func(a, b string) int {
+		_, ha := vacated[a]
+		_, hb := vacated[b]
+		return compareBool(hb, ha)
+	})
+	var rds []*redo
+	for _, rel := range lost {
+		p := filepath.Join(r.live, rel)
+		v, ok := vacated[rel]
+		var id fs.FileID
+		if ok && bornBy(p, v.newest) && unix.Lsetxattr(p, fs.XattrID, v.id[:], unix.XATTR_CREATE) == nil {
+			delete(vacated, rel)
+			id = v.id
+			r.log.Info("a live file lost its FileID; it continues the history last at its path", "path", rel)
+		} else if id = giveID(p); id.IsZero() {
+			id = liveID(p) // another name of its inode gave it one
+		}
+		if !id.IsZero() {
+			rds = append(rds, &redo{id: id, path: rel, checked: true})
+		}
+	}
+	return rds
+}
+
+// compareBool orders false before true.
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// vacatedHistory is a history no live file has: its live FileID, and its
+// newest revision's time (Unix nanoseconds).
+type vacatedHistory struct {
+	id     fs.FileID
+	newest int64
+}
+
+// vacated maps the last path of each store file whose live FileID no
+// live file has to that history (of two at one path, the newer store
+// file's). It walks the live tree for every FileID (excluded files and
+// the journal's too), and returns nothing if a directory could not be
+// read: a FileID it did not see may be a live file's.
+func (r *redoer) vacated() map[string]vacatedHistory {
+	live, complete := map[fs.FileID]bool{}, true
+	_ = filepath.WalkDir(r.live, func(p string, d iofs.DirEntry, err error) error {
+		if err != nil {
+			complete = false
+		} else if d.Type().IsRegular() {
+			live[liveID(p)] = true
+		}
+		return nil
+	})
+	if !complete {
+		return nil
+	}
 	r.ls.mu.Lock()
 	gone := map[fs.FileID]index.FileID{}
 	for id, fid := range r.ls.sink.ids {
-		if !seen[id] {
+		if !live[id] {
 			gone[id] = fid
 		}
 	}
 	r.ls.mu.Unlock()
-	byName, newest := map[string]fs.FileID{}, map[string]index.FileID{}
+	out, fids := map[string]vacatedHistory{}, map[string]index.FileID{}
 	for id, fid := range gone {
 		m, err := r.st.File(fid)
-		if err != nil || m.Name == "" || m.Revs == 0 || newest[m.Name] > fid {
+		if err != nil || m.Name == "" || m.Revs == 0 || fids[m.Name] > fid {
 			continue
 		}
-		byName[m.Name], newest[m.Name] = id, fid
+		e, ok, err := r.st.Latest(fid)
+		if err != nil || !ok {
+			continue
+		}
+		out[m.Name], fids[m.Name] = vacatedHistory{id: id, newest: e.Time}, fid
 	}
-	return byName
+	return out
+}
+
+// bornBy reports whether the file at p was born (statx's btime) no later
+// than t, Unix nanoseconds; false where the file system keeps no btime.
+func bornBy(p string, t int64) bool {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &stx); err != nil || stx.Mask&unix.STATX_BTIME == 0 {
+		return false
+	}
+	return stx.Btime.Sec*1e9+int64(stx.Btime.Nsec) <= t
 }
 
 // checkers is how many live files the check looks at at once: it waits

@@ -166,6 +166,26 @@ func TestFirstWriterWaitsForRedo(t *testing.T) {
 			break
 		}
 	}
+	// A file with no redo of its own does not wait: a new one written,
+	// renamed (which queues its change behind the redos) and removed
+	// (keepRemoved keeps that change's content).
+	other := make(chan error, 1)
+	go func() {
+		err := os.WriteFile(m("other.tmp"), []byte("no redo\n"), 0o644)
+		if err == nil {
+			err = os.Rename(m("other.tmp"), m("other"))
+		}
+		if err == nil {
+			err = os.Remove(m("other"))
+		}
+		other <- err
+	}()
+	select {
+	case err := <-other:
+		mustDo(t, err)
+	case <-time.After(10 * time.Second):
+		t.Errorf("a file with no redo of its own waited for the redos to be written and removed")
+	}
 	openGate()
 	for range names {
 		mustDo(t, <-errs)
@@ -324,35 +344,53 @@ func TestUncleanMountAfterRestartReadsEveryFile(t *testing.T) {
 // check after it gives the file back the FileID of the history last at
 // its path, when no live file has that one, so the history goes on; a
 // new FileID forked it (a new store file, its first revision the
-// content the disk kept). A file with no history at its path gets a new
-// FileID, as before.
+// content the disk kept). Not so for a file born after that history's
+// newest revision (a path vacated by an rm before the cut), nor for a
+// FileID a live file still has under another name, pending in the
+// journal (a log rotated: app.log renamed app.log.1, a new app.log); a
+// file with no history at its path gets a new FileID, as before.
 func TestUncleanMountGivesBackALostFileID(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "s.dfs")
 	ctx := context.Background()
+	lp := func(n string) string { return filepath.Join(store, liveDir, n) }
 	l := start(t, store)
 	mustDo(t, os.MkdirAll(filepath.Join(l.mnt, "d"), 0o755))
-	mustDo(t, os.WriteFile(filepath.Join(l.mnt, "d/a.txt"), []byte("one\n"), 0o644))
+	for _, n := range []string{"d/a.txt", "removed.txt", "app.log"} {
+		mustDo(t, os.WriteFile(filepath.Join(l.mnt, n), []byte(n+": one\n"), 0o644))
+	}
 	mustDo(t, l.rec.Sync(ctx))
+	mustDo(t, os.Remove(filepath.Join(l.mnt, "removed.txt")))
 	l.stop(t)
-	liveA := filepath.Join(store, liveDir, "d/a.txt")
-	id := liveID(liveA)
-	mustDo(t, os.WriteFile(liveA, []byte("two: its xattr lost\n"), 0o644))
-	mustDo(t, unix.Lremovexattr(liveA, fs.XattrID))
-	mustDo(t, os.WriteFile(filepath.Join(store, liveDir, "new.txt"), []byte("no history\n"), 0o644))
+	id, logID := liveID(lp("d/a.txt")), liveID(lp("app.log"))
+	time.Sleep(2 * ctimeSlack) // the files made below are born after every revision
+	mustDo(t, os.WriteFile(lp("d/a.txt"), []byte("two: its xattr lost\n"), 0o644))
+	mustDo(t, unix.Lremovexattr(lp("d/a.txt"), fs.XattrID))
+	mustDo(t, os.WriteFile(lp("new.txt"), []byte("no history\n"), 0o644))
+	mustDo(t, os.WriteFile(lp("removed.txt"), []byte("made after the rm\n"), 0o644))
+	mustDo(t, os.Rename(lp("app.log"), lp("app.log.1")))
+	mustDo(t, os.WriteFile(lp("app.log"), []byte("a new log\n"), 0o644))
+	j, err := openJournal(filepath.Join(store, journalFile), quiet())
+	mustDo(t, err)
+	j.dirtied(logID, "app.log")
+	j.f.Close() // killed: no compaction
 	mustDo(t, os.WriteFile(filepath.Join(store, mountedFile), []byte(bootID()), 0o600))
 	l = start(t, store)
 	mustDo(t, l.rec.Sync(ctx))
-	if got := liveID(liveA); got != id {
+	if got := liveID(lp("d/a.txt")); got != id {
 		t.Errorf("d/a.txt's FileID after the check: %v, want its own %v back", got, id)
 	}
-	if liveID(filepath.Join(store, liveDir, "new.txt")).IsZero() {
-		t.Errorf("new.txt has no FileID after the check")
+	for _, n := range []string{"new.txt", "removed.txt", "app.log"} {
+		if got := liveID(lp(n)); got.IsZero() || got == logID {
+			t.Errorf("%s's FileID after the check: %v (app.log.1's: %v)", n, got, logID)
+		}
 	}
 	c := connect(t, l.mnt, false)
-	lg, err := c.Log(ctx, Target{Path: "d/a.txt"})
-	mustDo(t, err)
-	if len(lg.Revisions) != 2 {
-		t.Errorf("d/a.txt has %d revisions, want 2 (one history): %s", len(lg.Revisions), revNums(lg))
+	for n, want := range map[string]int{"d/a.txt": 2, "removed.txt": 1, "app.log": 1, "app.log.1": 1} {
+		lg, err := c.Log(ctx, Target{Path: n})
+		mustDo(t, err)
+		if len(lg.Revisions) != want {
+			t.Errorf("%s has %d revisions, want %d: %s", n, len(lg.Revisions), want, revNums(lg))
+		}
 	}
 	if _, data, err := c.Cat(ctx, Target{Path: "d/a.txt"}, RevSpec{}); err != nil || string(data) != "two: its xattr lost\n" {
 		t.Errorf("d/a.txt's newest revision: %q, %v", data, err)
