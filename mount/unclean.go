@@ -85,11 +85,12 @@ func readMark(store string) (marked, restarted bool) {
 
 // trustBoot writes this boot's id into the mark once every redo queued
 // at the mount, the check's after a restart among them, has run without
-// error, and the check read every directory: the live files then agree with their history as this kernel
-// sees them, and an unclean end later in this boot needs only the stat
-// check. It gives up when the mount closes first. The mark is opened
-// without O_CREATE: a clean unmount that removed it is not undone (a
-// removal after the open leaves the write in an unlinked file).
+// error, and the check read every directory: the live files then agree
+// with their history as this kernel sees them, and an unclean end later
+// in this boot needs only the stat check. It gives up when the mount
+// closes first. The mark is opened without O_CREATE: a clean unmount
+// that removed it is not undone (a removal after the open leaves the
+// write in an unlinked file).
 func (r *redoer) trustBoot(rec *Recorder, closing <-chan struct{}, store string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
