@@ -254,14 +254,15 @@ func open(store, mnt string, cfg Config, x *excluder) (*running, error) {
 		if n := js.rd.queue(m.rec); n > 0 {
 			cfg.Logger.Info("redoing recordings a previous mount left pending", "files", n)
 		}
-		if m.unclean && js.rd.restarted {
+		if m.unclean {
 			t0 := time.Now()
 			n := js.rd.queueAll(m.rec)
-			cfg.Logger.Info("the previous mount did not end cleanly and the machine restarted since; hashed every live file against its history", "changed", n, "took", time.Since(t0).Round(time.Millisecond))
-			go js.rd.trustBoot(m.rec, m.closing, store)
-		} else if m.unclean {
-			n := js.rd.queueAll(m.rec)
-			cfg.Logger.Info("the previous mount did not end cleanly; checked every live file against its history", "changed", n)
+			how := "checked every live file against its history"
+			if js.rd.restarted {
+				how = "the machine restarted since; hashed every live file against its history"
+				go js.rd.trustBoot(m.rec, m.closing, store)
+			}
+			cfg.Logger.Info("the previous mount did not end cleanly; "+how, "changed", n, "took", time.Since(t0).Round(time.Millisecond))
 		}
 		m.checking = true
 	}

@@ -161,7 +161,7 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 	at := time.Now() // the revision's time: see objstore.PutRequest.Time
 	src := io.NewSectionReader(countingReader{f, &r.read}, 0, size)
 	if !prev.IsNull() && e.Size == uint64(size) {
-		if same, err := r.holds(ctx, e, src); same || err != nil {
+		if same, err := storeHolds(ctx, r.st, e, src); same || err != nil {
 			return prev, int64(e.Size), err
 		}
 	}
@@ -187,8 +187,7 @@ func openSame(path string, id fs.FileID) (*os.File, error) {
 		err = fmt.Errorf("%w: %s is now a %v", fs.ErrVanished, path, fi.Mode().Type())
 	}
 	if err == nil && !id.IsZero() {
-		var got fs.FileID
-		if n, xerr := unix.Fgetxattr(int(f.Fd()), fs.XattrID, got[:]); xerr == nil && n == len(got) && got != id {
+		if got := fdID(f); !got.IsZero() && got != id {
 			err = fmt.Errorf("%w: %s was replaced by another file", fs.ErrVanished, path)
 		}
 	}
@@ -224,11 +223,11 @@ func (r *liveRevs) unchanged(path string, id fs.FileID, e index.Entry) bool {
 	return same && (id.IsZero() || liveID(path) == id)
 }
 
-// holds reports whether revision e's content is src's, streamed through
-// a hash. A revision recorded from written ranges alone has no content
+// storeHolds reports whether revision e of st has src's content,
+// streamed through a hash. A revision recorded from written ranges alone has no content
 // hash (index.FlagHashDeferred): its text's is compared instead, or
 // every snapshot would record such a file again.
-func (r *liveRevs) holds(ctx context.Context, e index.Entry, src *io.SectionReader) (bool, error) {
+func storeHolds(ctx context.Context, st *objstore.Store, e index.Entry, src *io.SectionReader) (bool, error) {
 	h := xxhash.New()
 	n, err := io.Copy(h, src)
 	if err != nil {
@@ -240,7 +239,7 @@ func (r *liveRevs) holds(ctx context.Context, e index.Entry, src *io.SectionRead
 	want := e.Hash
 	if e.Flags&index.FlagHashDeferred != 0 {
 		var ok bool
-		if want, ok = r.textHash(ctx, e); !ok {
+		if want, ok = textHash(ctx, st, e); !ok {
 			return false, nil // recorded again, read back at verify
 		}
 	}
@@ -254,10 +253,10 @@ func (r *liveRevs) holds(ctx context.Context, e index.Entry, src *io.SectionRead
 // 1 GiB file).
 const freeBigText = 64 << 20
 
-// textHash returns the content hash of revision e, rebuilding its text;
+// textHash returns the content hash of revision e of st, rebuilding its text;
 // ok is false if it cannot be read.
-func (r *liveRevs) textHash(ctx context.Context, e index.Entry) (h uint64, ok bool) {
-	text, err := r.st.Get(ctx, e.ID())
+func textHash(ctx context.Context, st *objstore.Store, e index.Entry) (h uint64, ok bool) {
+	text, err := st.Get(ctx, e.ID())
 	if err != nil {
 		return 0, false
 	}

@@ -8,12 +8,10 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
 	"golang.org/x/sys/unix"
@@ -207,13 +205,16 @@ func (r *redoer) giveBack(lost []string) []*redo {
 	vacated := r.vacated()
 	// The paths with a history first: a hard link without one would
 	// give the inode a new FileID before its other name got the old.
-	slices.SortStableFunc(lost, func(a, b string) int {
-		_, ha := vacated[a]
-		_, hb := vacated[b]
-		return compareBool(hb, ha)
-	})
-	var rds []*redo
+	var first, then []string
 	for _, rel := range lost {
+		if _, ok := vacated[rel]; ok {
+			first = append(first, rel)
+		} else {
+			then = append(then, rel)
+		}
+	}
+	var rds []*redo
+	for _, rel := range append(first, then...) {
 		p := filepath.Join(r.live, rel)
 		v, ok := vacated[rel]
 		var id fs.FileID
@@ -229,17 +230,6 @@ func (r *redoer) giveBack(lost []string) []*redo {
 		}
 	}
 	return rds
-}
-
-// compareBool orders false before true.
-func compareBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
 }
 
 // vacatedHistory is a history no live file has: its live FileID, and its
@@ -315,7 +305,7 @@ func (r *redoer) changed(rds []*redo) []*redo {
 			for i := int(next.Add(1) - 1); i < len(rds); i = int(next.Add(1) - 1) {
 				p := filepath.Join(r.live, rds[i].path)
 				if r.restarted {
-					same[i] = r.sameHash(rds[i].id, p)
+					same[i] = r.sameHash(context.Background(), rds[i].id, p)
 				} else {
 					same[i] = r.unchangedFile(rds[i].id, p)
 				}
@@ -359,16 +349,15 @@ func (r *redoer) unchangedFile(id fs.FileID, p string) bool {
 }
 
 // sameHash reports whether the live file at p, of FileID id, has the
-// size and content hash of its newest revision, reading it through once.
-// A revision whose hash is deferred (stored from its written ranges)
-// cannot tell: the redo compares its text.
-func (r *redoer) sameHash(id fs.FileID, p string) bool {
+// size and content of its newest revision, reading it through once
+// (storeHolds, as a snapshot compares a file).
+func (r *redoer) sameHash(ctx context.Context, id fs.FileID, p string) bool {
 	prev, known := r.newest(id)
 	if !known {
 		return false
 	}
 	e, err := r.st.Entry(prev)
-	if err != nil || e.Flags&index.FlagHashDeferred != 0 {
+	if err != nil {
 		return false
 	}
 	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
@@ -379,9 +368,9 @@ func (r *redoer) sameHash(id fs.FileID, p string) bool {
 	if fi, err := f.Stat(); err != nil || uint64(fi.Size()) != e.Size {
 		return false
 	}
-	h := xxhash.New()
-	n, err := io.Copy(h, f)
-	return err == nil && uint64(n) == e.Size && h.Sum64() == e.Hash
+	same, err := storeHolds(ctx, r.st, e, io.NewSectionReader(f, 0, int64(e.Size)))
+	fi, serr := f.Stat() // and it did not grow past the section read
+	return err == nil && same && serr == nil && uint64(fi.Size()) == e.Size
 }
 
 // newest returns the newest revision of the store file bound to id.
