@@ -40,6 +40,8 @@ type DB struct {
 	logMu           sync.Mutex
 	logMem, logVlog int   // the newest logs when the directory was last fsynced (powercut.go)
 	space           space // keeps badger's logs allocated (space.go)
+	// roomUntil: Room needs no statfs before this time (unix ns; space.go)
+	roomUntil atomic.Int64
 }
 
 // Memory settings. The mount runs for days next to the user's work, so the

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/deltafs/deltafs/internal/testutil"
 )
@@ -117,6 +118,69 @@ func fill(t *testing.T, p string) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestRoomAsksAgainWhenTight: on a file system with little spare room
+// every Room asks the file system, so a put right after one that passed
+// is refused once the disk is full, and allowed again once it is freed.
+func TestRoomAsksAgainWhenTight(t *testing.T) {
+	fsdir := testutil.LoopFS(t, 96<<20)
+	db, err := Open(filepath.Join(fsdir, "index"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Room(); err != nil {
+		t.Fatalf("room on an empty file system: %v", err)
+	}
+	filler := filepath.Join(fsdir, "filler")
+	fill(t, filler)
+	if err := db.Room(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("room at once after the disk filled: %v, want ENOSPC", err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Room(); err != nil {
+		t.Fatalf("room once the filler is gone: %v", err)
+	}
+}
+
+// TestRoomTrustsAGiBSpare: with a GiB or more to spare, Room trusts its
+// last statfs for roomFor; with less it never does.
+func TestRoomTrustsAGiBSpare(t *testing.T) {
+	dir := t.TempDir()
+	free, total, err := freeBytes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if free < reserve(total, true)+roomSlack+64<<20 {
+		t.Skipf("%s has %d bytes free; the test needs a GiB to spare", dir, free)
+	}
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	before := time.Now().UnixNano()
+	if err := db.Room(); err != nil {
+		t.Fatal(err)
+	}
+	if until := db.roomUntil.Load(); until < before+int64(roomFor) {
+		t.Fatalf("Room with %d bytes free trusts its statfs until %d, want at least %d", free, until, before+int64(roomFor))
+	}
+
+	tight, err := Open(filepath.Join(testutil.LoopFS(t, 96<<20), "index"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tight.Close()
+	if err := tight.Room(); err != nil {
+		t.Fatal(err)
+	}
+	if until := tight.roomUntil.Load(); until != 0 {
+		t.Fatalf("Room on a 96 MiB file system trusts its statfs until %d, want never", until)
 	}
 }
 
