@@ -40,7 +40,7 @@ type DB struct {
 	logMu           sync.Mutex
 	logMem, logVlog int   // the newest logs when the directory was last fsynced (powercut.go)
 	space           space // keeps badger's logs allocated (space.go)
-	// roomUntil: Room needs no statfs before this time (unix ns; space.go)
+	// roomUntil: Room needs no statfs before this time (ns since roomEpoch; space.go)
 	roomUntil atomic.Int64
 }
 

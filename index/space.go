@@ -65,6 +65,8 @@ import (
 //     writeFree and half as much again: a put is refused before anything
 //     is written, and the commit that follows a put that passed finds
 //     writeFree unless a concurrent writer took the margin meanwhile.
+//     With a GiB or more to spare, Room trusts a statfs for 50 ms
+//     (roomSlack).
 //   - Close flushes the memtable and compacts level 0 (table files,
 //     through maps): without room for that (closeRoom), a writable index
 //     is not closed but left as a killed process leaves it (its log is
@@ -160,37 +162,46 @@ func spare(op, dir string, put bool) (int64, error) {
 	return free - need, nil
 }
 
-// A put's Room is taken without a statfs of its own for roomFor after a
-// statfs that found at least roomSlack free beyond the put's need: no
-// writer on this machine fills a GiB in 50 ms (its disk writes one in
-// about half a second), and on a file system with less spare room every
-// put asks, as before. The statfs (a path walk) took 0.07 s of the ~0.9 s
-// of CPU that recording a 10,000-file untar costs the mount (a profile:
-// BENCHMARKS.md, "M3 untar: where the FUSE round trip's time goes");
-// BenchmarkRoom: 1.5 us a put, 56 ns trusted.
+// A put's Room may answer from a statfs up to roomFor old: one that
+// found at least roomSlack free beyond a put's need. That widens by at
+// most roomFor the gap there always was between Room and the put's
+// commit, in which another writer may take the space (a buffered write
+// counts against statfs at once, and fallocate takes a GiB in
+// microseconds): the commit's own check (beginWrite, never trusted)
+// refuses it then, and a refused commit is taken back (objstore's
+// flush). On a file system with less to spare every put asks, and a
+// statfs that finds less (or fails) ends any trust. The statfs (a path
+// walk) took 0.07 s of the ~0.9 s of CPU that recording a 10,000-file
+// untar costs the mount (a profile: BENCHMARKS.md, "M3 untar: where the
+// FUSE round trip's time goes"); BenchmarkRoom: 1.5 us asked, 56 ns
+// trusted.
 const (
 	roomSlack = 1 << 30
 	roomFor   = 50 * time.Millisecond
 )
 
+// roomEpoch is what DB.roomUntil counts from: a monotonic clock, so that
+// a step of the wall clock cannot stretch the trust.
+var roomEpoch = time.Now()
+
 // Room reports (ErrNoSpace-like, errors.Is syscall.ENOSPC) whether the
 // index's file system has room for a put and its commit. objstore asks
-// before it writes a revision's data.
+// before it writes a revision's data. It may answer from a statfs up to
+// roomFor old (see roomSlack).
 func (db *DB) Room() error {
 	if db.opt.ReadOnly {
 		return nil
 	}
-	now := time.Now().UnixNano()
+	now := int64(time.Since(roomEpoch))
 	if now < db.roomUntil.Load() {
 		return nil
 	}
 	left, err := spare("write", db.dir, true)
-	if err != nil {
+	if err != nil || left < roomSlack {
+		db.roomUntil.Store(0)
 		return err
 	}
-	if left >= roomSlack {
-		db.roomUntil.Store(now + int64(roomFor))
-	}
+	db.roomUntil.Store(now + int64(roomFor))
 	return nil
 }
 

@@ -122,8 +122,8 @@ func fill(t *testing.T, p string) {
 }
 
 // TestRoomAsksAgainWhenTight: on a file system with little spare room
-// every Room asks the file system, so a put right after one that passed
-// is refused once the disk is full, and allowed again once it is freed.
+// Room trusts no statfs, so a put right after one that passed is refused
+// once the disk is full, and allowed again once it is freed.
 func TestRoomAsksAgainWhenTight(t *testing.T) {
 	fsdir := testutil.LoopFS(t, 96<<20)
 	db, err := Open(filepath.Join(fsdir, "index"), Options{})
@@ -133,6 +133,9 @@ func TestRoomAsksAgainWhenTight(t *testing.T) {
 	defer db.Close()
 	if err := db.Room(); err != nil {
 		t.Fatalf("room on an empty file system: %v", err)
+	}
+	if until := db.roomUntil.Load(); until != 0 {
+		t.Fatalf("Room on a 96 MiB file system trusts its statfs until %d, want never", until)
 	}
 	filler := filepath.Join(fsdir, "filler")
 	fill(t, filler)
@@ -147,8 +150,9 @@ func TestRoomAsksAgainWhenTight(t *testing.T) {
 	}
 }
 
-// TestRoomTrustsAGiBSpare: with a GiB or more to spare, Room trusts its
-// last statfs for roomFor; with less it never does.
+// TestRoomTrustsAGiBSpare: with a GiB or more to spare, Room answers
+// from its last statfs for roomFor, and asks again after: while trusted
+// it does not see that its directory is gone; roomFor later it does.
 func TestRoomTrustsAGiBSpare(t *testing.T) {
 	dir := t.TempDir()
 	free, total, err := freeBytes(dir)
@@ -158,35 +162,35 @@ func TestRoomTrustsAGiBSpare(t *testing.T) {
 	if free < reserve(total, true)+roomSlack+64<<20 {
 		t.Skipf("%s has %d bytes free; the test needs a GiB to spare", dir, free)
 	}
-	db, err := Open(dir, Options{})
+	db, err := Open(filepath.Join(dir, "index"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	before := time.Now().UnixNano()
 	if err := db.Room(); err != nil {
 		t.Fatal(err)
 	}
-	if until := db.roomUntil.Load(); until < before+int64(roomFor) {
-		t.Fatalf("Room with %d bytes free trusts its statfs until %d, want at least %d", free, until, before+int64(roomFor))
+	asked := time.Now()
+	live := db.dir
+	db.dir = filepath.Join(dir, "missing")
+	defer func() { db.dir = live }()
+	if err := db.Room(); err != nil && time.Since(asked) < roomFor {
+		t.Fatalf("Room within %v of a statfs that found %d bytes free asked again: %v", roomFor, free, err)
 	}
-
-	tight, err := Open(filepath.Join(testutil.LoopFS(t, 96<<20), "index"), Options{})
-	if err != nil {
-		t.Fatal(err)
+	time.Sleep(roomFor + 10*time.Millisecond)
+	if err := db.Room(); err == nil {
+		t.Fatalf("Room %v after its last statfs did not ask again (its directory is gone)", roomFor)
 	}
-	defer tight.Close()
-	if err := tight.Room(); err != nil {
-		t.Fatal(err)
-	}
-	if until := tight.roomUntil.Load(); until != 0 {
-		t.Fatalf("Room on a 96 MiB file system trusts its statfs until %d, want never", until)
+	if until := db.roomUntil.Load(); until != 0 {
+		t.Fatalf("a failed statfs left Room trusting until %d", until)
 	}
 }
 
 // BenchmarkBeginWrite is the cost the space checks add to every write
 // transaction (two lstats and a statfs when badger has not moved on to
-// new logs), and BenchmarkRoom to every put (a statfs).
+// new logs), and BenchmarkRoom to every put: a statfs ("asked"), or none
+// while one that found a GiB to spare is trusted ("trusted", on a file
+// system with that much free).
 func BenchmarkBeginWrite(b *testing.B) {
 	db, err := Open(b.TempDir(), Options{})
 	if err != nil {
@@ -207,11 +211,19 @@ func BenchmarkRoom(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := db.Room(); err != nil {
-			b.Fatal(err)
-		}
+	for _, trust := range []bool{false, true} {
+		name := map[bool]string{false: "asked", true: "trusted"}[trust]
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if !trust {
+					db.roomUntil.Store(0)
+				}
+				if err := db.Room(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
