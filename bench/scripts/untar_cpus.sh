@@ -8,10 +8,11 @@
 #   free      server and tar placed by the scheduler (as in the bench)
 #   same      server and tar both pinned to CPU 0 (taskset)
 #   apart     server pinned to CPU 1, tar to CPU 0
-#   haltpoll  free, with the guest's haltpoll cpuidle driver allowed to
-#             poll 200 us before halting an idle CPU (the kernel's default
-#             for guest_halt_poll_ns; restored afterwards). Skipped where
-#             /sys/module/haltpoll does not exist.
+#   haltpoll  free, with the guest's haltpoll cpuidle governor allowed to
+#             poll up to 200 us before halting an idle CPU (its
+#             guest_halt_poll_ns, the kernel's default; restored
+#             afterwards). Run only where that governor is in use.
+# Needs two CPUs or more (0 and 1 online) and root.
 # Prints the untar's wall time and the server's CPU for each; for
 # deltafs the recording of the new files is included in that CPU only as
 # far as it ran during the untar.
@@ -43,7 +44,11 @@ untar() { # untar KIND SERVERCPUS TARCPUS LABEL
 		taskset -c $scpu $D mount $W/base/store $W/base/mnt >$W/out 2>&1 &
 	fi
 	pid=$!
-	for i in $(seq 100); do grep -q ready $W/out && break; sleep 0.1; done
+	for i in $(seq 100); do mountpoint -q $W/base/mnt && break; sleep 0.05; done
+	if ! kill -0 $pid 2>/dev/null || ! mountpoint -q $W/base/mnt; then
+		echo "untar_cpus: $kind did not mount: $(cat $W/out)" >&2
+		exit 1
+	fi
 	c0=$(awk '{print $14+$15}' /proc/$pid/stat)
 	t0=$(date +%s.%N)
 	taskset -c $tcpu tar -xf "$TAR" -C $W/base/mnt
@@ -56,14 +61,18 @@ untar() { # untar KIND SERVERCPUS TARCPUS LABEL
 	umount $W/base && rm -f $W/img
 }
 
-all=0-$(($(nproc) - 1))
+all=$(cat /sys/devices/system/cpu/online)
+case $all in 0 | 0-0) echo "untar_cpus: needs CPUs 0 and 1 online (has $all)" >&2 && exit 1 ;; esac
+if [ -n "$HP0" ] && [ "$(cat /sys/devices/system/cpu/cpuidle/current_governor 2>/dev/null)" != haltpoll ]; then
+	HP0= # the parameter is there, but its governor does not run
+fi
 for _ in $(seq "$RUNS"); do
 	for kind in loopback deltafs; do
 		untar $kind $all $all free
 		untar $kind 0 0 same
 		untar $kind 1 0 apart
 		if [ -n "$HP0" ]; then
-			echo 200000 >$HP
+			echo 200000 >$HP && [ "$(cat $HP)" = 200000 ] || exit 1
 			untar $kind $all $all haltpoll
 			echo "$HP0" >$HP
 		fi
