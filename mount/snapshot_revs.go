@@ -224,9 +224,9 @@ func (r *liveRevs) unchanged(path string, id fs.FileID, e index.Entry) bool {
 }
 
 // storeHolds reports whether revision e of st has src's content,
-// streamed through a hash. A revision recorded from written ranges alone has no content
-// hash (index.FlagHashDeferred): its text's is compared instead, or
-// every snapshot would record such a file again.
+// streamed through a hash. A revision recorded from written ranges alone
+// has no content hash (index.FlagHashDeferred): its text's is compared
+// instead, or every snapshot would record such a file again.
 func storeHolds(ctx context.Context, st *objstore.Store, e index.Entry, src *io.SectionReader) (bool, error) {
 	h := xxhash.New()
 	n, err := io.Copy(h, src)
