@@ -103,16 +103,19 @@ func (n *Node) setattrMeta(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 }
 
 // truncatedByPath notes a truncate(2) from size old to size. It reports
-// whether it gave the file a FileID (see newSession).
+// whether it gave the file a FileID (see newSession). A truncation to
+// the size the file had changes no byte and is no change, with a writer
+// open or not (the kernel may send a closed writer's release after the
+// truncate(2) of `truncate -s` that followed it).
 func (n *Node) truncatedByPath(old, size int64) (assigned bool) {
+	if old == size {
+		return false
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.sess != nil {
 		n.dirtyingLocked()
 		n.sess.truncated(size)
-		return false
-	}
-	if old == size {
 		return false
 	}
 	p := n.livePath()

@@ -382,6 +382,20 @@ func TestRecordTruncateToSameSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.waitChanges(t, 0)
+	// By path while a writer is open: the kernel sends the release of a
+	// closed writer after close(2) returns, so the truncate(2) of
+	// `truncate -s` may come while the session lives.
+	f, err = os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, 5000); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m.waitChanges(t, 0)
 	// A real truncation through a handle is still a change.
 	f, err = os.OpenFile(p, os.O_RDWR, 0)
 	if err != nil {
