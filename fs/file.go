@@ -124,12 +124,13 @@ func (n *Node) setattrOpen(ctx context.Context, fd int, in *fuse.SetAttrIn, out 
 	if errno := n.killPrivsFlagged(in, fd); errno != 0 {
 		return errno
 	}
+	if !resize { // no byte changes: see sessionSetattr
+		return n.sessionSetattr(out, func() syscall.Errno { return set(ctx, in, out) })
+	}
 	if errno := set(ctx, in, out); errno != 0 {
 		return errno
 	}
-	if resize {
-		n.truncatedOpen(int64(sz))
-	}
+	n.truncatedOpen(int64(sz))
 	return 0
 }
 

@@ -63,7 +63,7 @@ func (n *Node) beforeResize(ctx context.Context, f gofs.FileHandle, size int64) 
 }
 
 // setattr is Setattr under the freeze; before is the size a truncate(2)
-// by path found.
+// by path found, and a truncation to it changes no byte.
 func (n *Node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut, before int64) syscall.Errno {
 	defer n.touchSelf()
 	defer n.attrsChanged()
@@ -78,6 +78,9 @@ func (n *Node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if errno := n.killPrivsFlagged(in, -1); errno != 0 {
 		return errno
 	}
+	if before == int64(sz) { // no byte changes: see sessionSetattr
+		return n.setattrMeta(ctx, f, in, out)
+	}
 	if errno := n.LoopbackNode.Setattr(ctx, f, in, out); errno != 0 {
 		return errno
 	}
@@ -89,24 +92,32 @@ func (n *Node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	return 0
 }
 
-// setattrMeta changes attributes other than a size by path, keeping an
-// open passthrough writer's change detection right.
+// setattrMeta changes attributes by path with no byte of the file
+// changing (see sessionSetattr).
 func (n *Node) setattrMeta(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return n.sessionSetattr(out, func() syscall.Errno { return n.LoopbackNode.Setattr(ctx, f, in, out) })
+}
+
+// sessionSetattr runs setattr, which changes no byte of the file (a
+// chmod, utimens, or a truncation to the size the file has) but may move
+// its mtime, by path or through a handle, keeping an open passthrough
+// writer's change detection right (session.aroundSetattr): otherwise
+// the moved mtime would be taken for a write, and a revision recorded
+// with nothing changed.
+func (n *Node) sessionSetattr(out *fuse.AttrOut, setattr func() syscall.Errno) syscall.Errno {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.sess == nil {
-		return n.LoopbackNode.Setattr(ctx, f, in, out)
+		return setattr()
 	}
-	return n.sess.aroundSetattr(n.livePath(), out, func() syscall.Errno {
-		return n.LoopbackNode.Setattr(ctx, f, in, out)
-	})
+	return n.sess.aroundSetattr(n.livePath(), out, setattr)
 }
 
 // truncatedByPath notes a truncate(2) from size old to size. It reports
 // whether it gave the file a FileID (see newSession). A truncation to
-// the size the file had changes no byte and is no change, with a writer
-// open or not (the kernel may send a closed writer's release after the
-// truncate(2) of `truncate -s` that followed it).
+// the size the file had is no change, with a writer open or not: the
+// kernel may send a closed writer's release after the truncate(2) of
+// `truncate -s` that followed it (setattr goes to sessionSetattr then).
 func (n *Node) truncatedByPath(old, size int64) (assigned bool) {
 	if old == size {
 		return false

@@ -357,6 +357,55 @@ func TestPassthroughWriterUtimensIsNoChange(t *testing.T) {
 	}
 }
 
+// TestPassthroughWriterSameSizeTruncateIsNoChange: a truncation to the
+// file's own size moves its mtime on the live file system, which a
+// writer that had to join a passthrough reader must not take for a
+// write (through its handle, or by path while it is open); a write
+// before such a truncation is still seen.
+func TestPassthroughWriterSameSizeTruncateIsNoChange(t *testing.T) {
+	m := mountLive(t)
+	p := m.path("a")
+	if err := os.WriteFile(p, testutil.Bytes(4, 5000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.waitChanges(t, 1)
+	for _, byPath := range []bool{false, true} {
+		r, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond) // a later mtime, were it a write
+		if byPath {
+			err = os.Truncate(p, 5000)
+		} else {
+			err = w.Truncate(5000)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		r.Close()
+		if c := m.waitChanges(t, 0); len(c) != 0 {
+			t.Fatalf("byPath %v: %+v", byPath, c)
+		}
+	}
+	r, _ := os.Open(p)
+	w, _ := os.OpenFile(p, os.O_RDWR, 0)
+	writeAt(t, w, 0, []byte("C"))
+	if err := w.Truncate(5000); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	r.Close()
+	if c := m.waitChanges(t, 1)[0]; c.Size != 5000 || !c.Whole && len(c.Dirty) != 1 {
+		t.Fatalf("a write followed by a same-size truncate: %+v", c)
+	}
+}
+
 // A truncation to the size the file has changes no byte: `truncate -s`
 // of a file to its own size opens it (O_CREAT, no O_TRUNC) and truncates
 // through that handle, and records nothing, as a truncate(2) by path
