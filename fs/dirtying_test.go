@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testutil"
@@ -70,7 +69,7 @@ func TestDirtiedOncePerSessionBeforeTheChange(t *testing.T) {
 	if _, err := os.ReadFile(p); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // past ioModeGrace: the open below is not a passthrough writer
+	m.awaitReleased(t, "a") // the open below is not a passthrough writer
 	g, err := os.OpenFile(p, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testutil"
@@ -96,6 +97,7 @@ func (e *events) takeChanges() []fs.Change {
 type mounted struct {
 	mnt, live string
 	rec       *events
+	fsys      *fs.FS
 }
 
 // mountLive mounts a live tree over a fresh directory.
@@ -113,7 +115,7 @@ func mountLive(t testing.TB) *mounted {
 	}
 	t.Cleanup(func() { f.Close() }) // runs after the unmount registered below
 	mnt, _ := testutil.Mount(t, f.Root(), fs.Options())
-	return &mounted{mnt: mnt, live: live, rec: rec}
+	return &mounted{mnt: mnt, live: live, rec: rec, fsys: f}
 }
 
 // mountPassthrough is mountLive for a test of passthrough handles: it
@@ -129,3 +131,17 @@ func mountPassthrough(t testing.TB) *mounted {
 
 // path returns the mount path of name.
 func (m *mounted) path(name string) string { return filepath.Join(m.mnt, name) }
+
+// awaitReleased waits until every handle of the live file at rel is
+// released (the kernel sends RELEASE after close(2) returns), and then
+// past the I/O mode's grace (ioModeGrace), so that the next open's mode
+// does not depend on the earlier handles'.
+func (m *mounted) awaitReleased(t testing.TB, rel string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); m.fsys.OpenHandles(rel) > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d handles still open", rel, m.fsys.OpenHandles(rel))
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+}

@@ -49,11 +49,17 @@ func seqAt(t *testing.T, p string, off int64) int {
 
 // openCached makes the file at p holding content and reopens it for
 // in-place writes once the creating handle's passthrough mode is over,
-// so that its writes go through the mount (fs's cached I/O mode).
-func openCached(t *testing.T, p string, content []byte) *os.File {
+// so that its writes go through the mount (fs's cached I/O mode): after
+// the creating handle's release (which reports the new file; the kernel
+// sends it after close returns) and fs's ioModeGrace.
+func openCached(t *testing.T, l *live, p string, content []byte) *os.File {
 	t.Helper()
+	l.rec.mu.Lock()
+	n := l.rec.reports
+	l.rec.mu.Unlock()
 	mustDo(t, os.WriteFile(p, content, 0o644))
-	time.Sleep(100 * time.Millisecond) // past the release and ioModeGrace
+	l.reported(t, n+1)
+	time.Sleep(50 * time.Millisecond) // past ioModeGrace
 	f, err := os.OpenFile(p, os.O_RDWR, 0)
 	mustDo(t, err)
 	t.Cleanup(func() { f.Close() })
@@ -75,8 +81,8 @@ func TestSnapshotWritesOneInstant(t *testing.T) {
 	c0 := make([]byte, cSize)
 	copy(c0, seqBytes(0))
 	copy(c0[cEnd:], seqBytes(0))
-	fa, fb := openCached(t, m+"/a", seqBytes(0)), openCached(t, m+"/b", seqBytes(0))
-	fc := openCached(t, m+"/c", c0)
+	fa, fb := openCached(t, l, m+"/a", seqBytes(0)), openCached(t, l, m+"/b", seqBytes(0))
+	fc := openCached(t, l, m+"/c", c0)
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -149,7 +155,7 @@ func TestSnapshotNamesOneInstant(t *testing.T) {
 	mustDo(t, os.Mkdir(m+"/d1", 0o755))
 	mustDo(t, os.Mkdir(m+"/d2", 0o755))
 	mustDo(t, os.WriteFile(m+"/d1/f", []byte("f"), 0o644))
-	big := openCached(t, m+"/d1/zbig", make([]byte, 4<<20))
+	big := openCached(t, l, m+"/d1/zbig", make([]byte, 4<<20))
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -241,7 +247,7 @@ func TestSnapshotHoldNoDeadlock(t *testing.T) {
 	m := l.mnt
 	mustDo(t, os.MkdirAll(m+"/w/sub", 0o755))
 	mustDo(t, os.MkdirAll(m+"/v", 0o755))
-	held := openCached(t, m+"/w/held", make([]byte, 1<<20))
+	held := openCached(t, l, m+"/w/held", make([]byte, 1<<20))
 
 	done := make(chan struct{})
 	timer := time.AfterFunc(3*time.Minute, func() {
