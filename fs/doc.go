@@ -82,7 +82,10 @@
 // # Sessions and reports
 //
 // A file's session starts with its first writable open and ends when its
-// last writable handle is released; if the content changed, the
+// last writable handle is released (the kernel sends RELEASE after
+// close(2) returns, so a writable open made right after a close waits a
+// little for that release: `echo a > f; echo b > f` is two revisions,
+// not one session); if the content changed, the
 // Recorder's Changed gets one Change with the dirty ranges, the prefix of
 // the previous revision that survives (Kept) and the size. fsync reports
 // the changes so far and starts a new session. truncate(2) by path with

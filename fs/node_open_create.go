@@ -20,6 +20,11 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		return nil, 0, syscall.ENOENT
 	}
 	if isWritable(flags) {
+		// A writer closed just before (`echo a > f; echo b > f`) may not
+		// be released yet (the kernel sends RELEASE after close(2)
+		// returns): its change is reported at the release, or this open
+		// would join its session and the two make one revision.
+		waitZero(ctx, &n.closing, &n.closedAt)
 		if errno := n.waitRecorded(ctx); errno != 0 {
 			return nil, 0, errno
 		}
@@ -95,7 +100,8 @@ func (n *Node) writesDropPrivs(ctx context.Context, fd int) bool {
 // truncateOpened truncates the file of an O_TRUNC open, once its handle
 // has joined the write session. Not in open(2) itself: the previous
 // writer's RELEASE, which reports its change, is asynchronous and may
-// arrive after waitRecorded and before the session is joined; then the
+// arrive after Open's wait for it and waitRecorded and before the
+// session is joined (a handle kept by a dup looks the same); then the
 // recorder reads that change from the live file, so the truncation waits
 // until it has (once the session is joined, a late RELEASE merges into
 // it instead of reporting). The session is journaled (Dirtied) first.

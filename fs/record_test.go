@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -456,5 +457,26 @@ func TestRecordTruncateToSameSize(t *testing.T) {
 	f.Close()
 	if c := m.waitChanges(t, 1)[0]; c.Size != 4000 || c.Kept != 4000 {
 		t.Fatalf("truncate through a handle: %+v", c)
+	}
+}
+
+// TestRewritesRightAfterCloseAreChangesOfTheirOwn: the kernel sends a
+// closed writer's RELEASE after close(2) returns, so a rewrite's open
+// may come first (`echo a > f; echo b > f`); it waits for that release
+// rather than join the closed writer's session, which would record the
+// two rewrites as one revision.
+func TestRewritesRightAfterCloseAreChangesOfTheirOwn(t *testing.T) {
+	m := mountLive(t)
+	p := m.path("f")
+	const n = 200
+	for i := range n {
+		if err := os.WriteFile(p, []byte(strconv.Itoa(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range m.waitChanges(t, n) {
+		if c.Size != int64(len(strconv.Itoa(i))) {
+			t.Fatalf("change %d: %+v", i, c)
+		}
 	}
 }

@@ -121,8 +121,9 @@ func textBytes(seed uint64, n int) []byte {
 // (Recorder.WaitRead), not until it is stored, and each truncation waits
 // for a change reported by a late RELEASE: every revision reads back as
 // one of the rewrites, in order, ending with the last. (The kernel sends
-// RELEASE after close returns: a rewrite whose open comes first joins
-// the previous writer's session, so two rewrites may make one revision.)
+// RELEASE after close returns; an open waits for it a while, see fs's
+// Open, and a rewrite whose open comes after that wait joins the
+// previous writer's session: two rewrites may then make one revision.)
 func TestBackToBackRewrites(t *testing.T) {
 	const size = 1 << 20
 	store := filepath.Join(t.TempDir(), "s.dfs")
