@@ -27,6 +27,12 @@ import (
 // follows its FLUSH within a millisecond.
 const closingWait = 100 * time.Millisecond
 
+// openClosingWait is closingWait for a writable open (see Open): shorter,
+// since a file whose writer is kept by a dup (`make >build.log`, whose
+// children each close their copy) would make every other writable open
+// of it (`cmd >>build.log`) wait this long after a child's close.
+const openClosingWait = 20 * time.Millisecond
+
 // closeMark is a writable handle's part: whether its close was seen
 // with no write since.
 type closeMark struct {
@@ -60,7 +66,7 @@ func (f *FS) waitReleases(ctx context.Context, rel string) {
 	if n == nil {
 		return
 	}
-	waitZero(ctx, &n.closing, &n.closedAt)
+	waitZero(ctx, &n.closing, &n.closedAt, closingWait)
 }
 
 // waitChildReleases waits up to closingWait until no writable handle of
@@ -75,7 +81,7 @@ func (n *Node) waitChildReleases(ctx context.Context, name string) {
 	}
 	if ch := n.GetChild(name); ch != nil {
 		if c, ok := ch.Operations().(*Node); ok {
-			waitZero(ctx, &c.closing, &c.closedAt)
+			waitZero(ctx, &c.closing, &c.closedAt, closingWait)
 		}
 	}
 }
@@ -90,20 +96,20 @@ func (f *FS) WaitFileReleases(ctx context.Context, rel string) {
 // live file is closed but not released: a snapshot calls it first, so
 // that the changes of every close that returned before it are reported.
 func (f *FS) WaitReleases(ctx context.Context) {
-	waitZero(ctx, &f.closing, &f.closedAt)
+	waitZero(ctx, &f.closing, &f.closedAt, closingWait)
 }
 
-// waitZero polls c until it is zero, for at most closingWait, and not
-// past closingWait after the latest FLUSH counted in c (closedAt, in Unix
+// waitZero polls c until it is zero, for at most bound, and not past
+// bound after the latest FLUSH counted in c (closedAt, in Unix
 // nanoseconds): a handle closed longer ago than that is taken for one a
 // dup keeps. It reports whether it had to wait. (Bounding it by the
 // latest FLUSH alone would let a writer whose children keep closing their
 // copies of its descriptor, a shell loop running under "exec >log", hold
 // every wait for as long as it runs.)
-func waitZero(ctx context.Context, c *atomic.Int32, closedAt *atomic.Int64) (waited bool) {
-	deadline := time.Now().Add(closingWait)
+func waitZero(ctx context.Context, c *atomic.Int32, closedAt *atomic.Int64, bound time.Duration) (waited bool) {
+	deadline := time.Now().Add(bound)
 	for c.Load() > 0 && ctx.Err() == nil && time.Now().Before(deadline) {
-		if time.Since(time.Unix(0, closedAt.Load())) >= closingWait {
+		if time.Since(time.Unix(0, closedAt.Load())) >= bound {
 			return waited
 		}
 		time.Sleep(time.Millisecond)

@@ -16,12 +16,12 @@ func TestWaitZeroBoundedByLatestClose(t *testing.T) {
 	ctx := context.Background()
 	var c atomic.Int32
 	var at atomic.Int64
-	if waitZero(ctx, &c, &at) {
+	if waitZero(ctx, &c, &at, closingWait) {
 		t.Fatal("waited with nothing closing")
 	}
 	c.Store(1)
 	at.Store(time.Now().Add(-2 * closingWait).UnixNano())
-	if waitZero(ctx, &c, &at) {
+	if waitZero(ctx, &c, &at, closingWait) {
 		t.Fatal("waited for a close seen longer than closingWait ago")
 	}
 	// A FLUSH every few milliseconds (children of a shell under
@@ -39,7 +39,7 @@ func TestWaitZeroBoundedByLatestClose(t *testing.T) {
 		}
 	}()
 	done := make(chan bool)
-	go func() { done <- waitZero(ctx, &c, &at) }()
+	go func() { done <- waitZero(ctx, &c, &at, closingWait) }()
 	select {
 	case waited := <-done:
 		if !waited {
@@ -51,7 +51,7 @@ func TestWaitZeroBoundedByLatestClose(t *testing.T) {
 	close(stop)
 	at.Store(time.Now().UnixNano())
 	go func() { time.Sleep(5 * time.Millisecond); c.Store(0) }()
-	if !waitZero(ctx, &c, &at) || c.Load() != 0 {
+	if !waitZero(ctx, &c, &at, closingWait) || c.Load() != 0 {
 		t.Fatalf("did not wait for a fresh close's release (closing %d)", c.Load())
 	}
 }
@@ -84,7 +84,7 @@ func TestDupKeptHandleStopsHoldingUpWaits(t *testing.T) {
 	}
 	ctx := context.Background()
 	time.Sleep(closingWait + 10*time.Millisecond)
-	if waitZero(ctx, &f.closing, &f.closedAt) {
+	if waitZero(ctx, &f.closing, &f.closedAt, closingWait) {
 		t.Fatal("a snapshot would still wait for the dup-kept handle")
 	}
 	if _, err := syscall.Write(dup, []byte("line\n")); err != nil {

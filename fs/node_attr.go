@@ -70,10 +70,11 @@ func (n *Node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	sz, hasSize := in.GetSize()
 	_, isHandle := f.(fdHolder)
 	switch {
+	case isHandle:
+		// the handle notes the size, or wraps the call itself (setattrOpen)
+		return n.LoopbackNode.Setattr(ctx, f, in, out)
 	case !hasSize:
 		return n.setattrMeta(ctx, f, in, out)
-	case isHandle:
-		return n.LoopbackNode.Setattr(ctx, f, in, out) // the handle notes the size
 	}
 	if errno := n.killPrivsFlagged(in, -1); errno != 0 {
 		return errno

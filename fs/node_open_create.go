@@ -24,7 +24,7 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		// be released yet (the kernel sends RELEASE after close(2)
 		// returns): its change is reported at the release, or this open
 		// would join its session and the two make one revision.
-		waitZero(ctx, &n.closing, &n.closedAt)
+		waitZero(ctx, &n.closing, &n.closedAt, openClosingWait)
 		if errno := n.waitRecorded(ctx); errno != 0 {
 			return nil, 0, errno
 		}

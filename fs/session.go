@@ -86,6 +86,11 @@ func (s *session) moved(st *syscall.Stat_t) bool {
 // is known changed already), and the baseline follows the new mtime, so
 // that utimens is not taken for a write. setattr fills out with the
 // file's attributes after it, as go-fuse's LoopbackNode.Setattr does.
+// A passthrough write that races setattr, after the first stat, and
+// changes no size is not told from it (both move the mtime) and goes
+// unseen until the writer's next change or fsync: the price of not
+// recording every chmod, utimens or same-size truncation of a file open
+// through passthrough as a revision.
 func (s *session) aroundSetattr(path string, out *fuse.AttrOut, setattr func() syscall.Errno) syscall.Errno {
 	var st syscall.Stat_t
 	if s.whole && !s.changed && syscall.Lstat(path, &st) == nil && s.moved(&st) {

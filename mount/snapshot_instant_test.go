@@ -51,7 +51,8 @@ func seqAt(t *testing.T, p string, off int64) int {
 // in-place writes once the creating handle's passthrough mode is over,
 // so that its writes go through the mount (fs's cached I/O mode): after
 // the creating handle's release (which reports the new file; the kernel
-// sends it after close returns) and fs's ioModeGrace.
+// sends it after close returns) and fs's ioModeGrace. No other file's
+// report may be due then: it counts the reports.
 func openCached(t *testing.T, l *live, p string, content []byte) *os.File {
 	t.Helper()
 	l.rec.mu.Lock()
@@ -155,6 +156,7 @@ func TestSnapshotNamesOneInstant(t *testing.T) {
 	mustDo(t, os.Mkdir(m+"/d1", 0o755))
 	mustDo(t, os.Mkdir(m+"/d2", 0o755))
 	mustDo(t, os.WriteFile(m+"/d1/f", []byte("f"), 0o644))
+	l.reported(t, 1) // before openCached counts its own report
 	big := openCached(t, l, m+"/d1/zbig", make([]byte, 4<<20))
 
 	stop := make(chan struct{})
