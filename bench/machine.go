@@ -17,17 +17,36 @@ func writeMachine(w io.Writer) {
 }
 
 // writeSource writes the commit the runner was built from, if it runs in
-// a git checkout.
-func writeSource(w io.Writer) {
-	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
+// a git checkout, and the one the deltafs measured was built from when
+// -deltafs-src names another checkout (src).
+func writeSource(w io.Writer, src string) {
+	runner := commitOf(".")
+	if runner == "" {
 		return
 	}
-	dirty := ""
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
-		dirty = ", with uncommitted changes"
+	if src == "" || src == "." {
+		fmt.Fprintf(w, "Source: commit %s\n\n", runner)
+		return
 	}
-	fmt.Fprintf(w, "Source: commit %s%s\n\n", strings.TrimSpace(string(out)), dirty)
+	measured := commitOf(src)
+	if measured == "" {
+		measured = "not a git checkout"
+	}
+	fmt.Fprintf(w, "Source: runner at commit %s; deltafs built from %s (commit %s)\n\n", runner, src, measured)
+}
+
+// commitOf names the commit checked out in dir, marked when the checkout
+// has uncommitted changes; "" outside a git checkout.
+func commitOf(dir string) string {
+	out, err := exec.Command("git", "-C", dir, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", dir, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+		c += ", with uncommitted changes"
+	}
+	return c
 }
 
 // cpuModel is lscpu's model name, or /proc/cpuinfo's.

@@ -126,7 +126,7 @@ func (e *Env) runSuite(s Suite) error {
 	fmt.Fprintf(&b, "Command: `%s` (%s, took %s)\n\n", e.command,
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), time.Since(start).Round(time.Second))
 	writeMachine(&b)
-	writeSource(&b)
+	writeSource(&b, e.Opts.DeltafsSrc)
 	for _, p := range rep.Intro {
 		fmt.Fprintf(&b, "%s\n\n", p)
 	}
