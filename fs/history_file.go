@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -250,7 +251,8 @@ func (f *histFile) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 
 // histRev is one revision of a file: read-only, its size and time those
 // of the revision, its owner the live file's. Its content is read from
-// the store at the first read of an open and dropped when the last open
+// the store at the first read of an open (at the open for a big one,
+// spill.go) and dropped when the last open
 // of it is released: opens of one revision share one copy, and nothing is
 // kept for a revision no one has open.
 type histRev struct {
@@ -270,6 +272,7 @@ var (
 	_ = (gofs.NodeSetxattrer)((*histRev)(nil))
 	_ = (gofs.FileReader)((*histHandle)(nil))
 	_ = (gofs.FileReleaser)((*histHandle)(nil))
+	_ = (gofs.FilePassthroughFder)((*histHandle)(nil))
 )
 
 func (n *histRev) ino() uint64 { return histIno(histKindRev, revKey(n.r.ID)) }
@@ -299,22 +302,41 @@ func (n *histRev) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint
 		return nil, 0, syscall.EROFS
 	}
 	n.text.open()
-	return &histHandle{n: n}, fuse.FOPEN_KEEP_CACHE, 0
+	logSpill := func(err error) { n.v.log.Warn("revision kept in memory", "rev", n.r.ID, "size", n.r.Size, "err", err) }
+	spill, err := n.text.spilledOpen(ctx, n.v.fsys.live, n.r.Size, logSpill, n.read)
+	if err != nil {
+		n.text.release()
+		return nil, 0, snapErrno(n.v.log, "history open", err)
+	}
+	return &histHandle{n: n, spill: spill}, fuse.FOPEN_KEEP_CACHE, 0
 }
+
+// read rebuilds the revision from the store.
+func (n *histRev) read(ctx context.Context) ([]byte, error) { return n.v.hist.Read(ctx, n.r.ID) }
 
 // content returns the revision's bytes, reading them at the first call
 // of the current opens.
 func (n *histRev) content(ctx context.Context) ([]byte, error) {
-	return n.text.get(ctx, n.r.Size, func(ctx context.Context) ([]byte, error) { return n.v.hist.Read(ctx, n.r.ID) })
+	return n.text.get(ctx, n.r.Size, n.read)
 }
 
-// histHandle is an open revision.
+// histHandle is an open revision; spill is its text if spilled
+// (spill.go).
 type histHandle struct {
 	n        *histRev
+	spill    *os.File
 	released sync.Once
 }
 
+// PassthroughFd lets the kernel read a spilled text itself.
+func (h *histHandle) PassthroughFd() (int, bool) {
+	return spillFd(h.spill, h.n.v.fsys.passthrough.Load())
+}
+
 func (h *histHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if h.spill != nil {
+		return readSpilled(h.spill, dest, off)
+	}
 	data, err := h.n.content(ctx)
 	if err != nil {
 		return nil, snapErrno(h.n.v.log, "history read", err)

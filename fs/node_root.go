@@ -22,6 +22,7 @@ func (n *Node) OnAdd(ctx context.Context) {
 	if n.fsys.snaps != nil {
 		d := NewSnapshotsDir(n.fsys.snaps, n.fsys.log)
 		d.live = n.fsys.live
+		d.v.spillDir, d.v.passthrough = n.fsys.live, n.fsys.passthrough.Load
 		dir = d
 	}
 	snap := n.NewPersistentInode(ctx, dir, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: snapshotsIno})

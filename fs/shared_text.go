@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,8 @@ const freeBigText = 32 << 20
 type sharedText struct {
 	mu    sync.Mutex
 	opens int
-	data  []byte // the content while opens > 0 and it has been read
+	data  []byte   // the content while opens > 0 and it has been read
+	file  *os.File // or the content spilled to an unlinked file (spill.go)
 }
 
 // open counts an open.
@@ -56,9 +58,20 @@ func (t *sharedText) release() {
 	if t.opens == 0 {
 		dropped = len(t.data)
 		t.data = nil
+		if t.file != nil {
+			t.file.Close()
+			t.file = nil
+		}
 	}
 	t.mu.Unlock()
-	if dropped >= freeBigText && freeing.CompareAndSwap(false, true) {
+	if dropped >= freeBigText {
+		freeSoon()
+	}
+}
+
+// freeSoon hands freed heap back to the OS in the background.
+func freeSoon() {
+	if freeing.CompareAndSwap(false, true) {
 		go func() {
 			defer freeing.Store(false)
 			debug.FreeOSMemory()

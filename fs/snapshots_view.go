@@ -24,6 +24,11 @@ const maxCachedTrees = 4096
 type view struct {
 	snaps Snapshots
 	log   *slog.Logger
+	// spillDir is where big texts are spilled while open (spill.go; ""
+	// keeps them in memory), and passthrough says whether the mount
+	// may hand their reads to the kernel.
+	spillDir    string
+	passthrough func() bool
 
 	mu    sync.Mutex
 	trees map[index.TreeHash]*index.Tree

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"os"
 	"sync"
 	"syscall"
 
@@ -64,9 +65,10 @@ func (l *viewLink) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 }
 
 // viewFile is a regular file inside a snapshot. Its content is read
-// from the store (rebuilt) at the first read of an open, shared by the
-// opens of the file and dropped with the last (sharedText); the kernel
-// may keep its page cache, since it never changes. A file the snapshot
+// from the store (rebuilt) at the first read of an open, or at the open
+// for a big one (spill.go), shared by the opens of the file and dropped
+// with the last (sharedText); the kernel may keep its page cache, since
+// it never changes. A file the snapshot
 // lists with a size but no revision was too large to record: its open
 // fails with EFBIG.
 type viewFile struct {
@@ -74,13 +76,23 @@ type viewFile struct {
 	text sharedText
 }
 
-// viewHandle is an open snapshot file.
+// viewHandle is an open snapshot file; spill is its text if spilled
+// (spill.go).
 type viewHandle struct {
 	f        *viewFile
+	spill    *os.File
 	released sync.Once
 }
 
-var _ = (gofs.FileReleaser)((*viewHandle)(nil))
+var (
+	_ = (gofs.FileReleaser)((*viewHandle)(nil))
+	_ = (gofs.FilePassthroughFder)((*viewHandle)(nil))
+)
+
+// PassthroughFd lets the kernel read a spilled text itself.
+func (h *viewHandle) PassthroughFd() (int, bool) {
+	return spillFd(h.spill, h.f.v.passthrough != nil && h.f.v.passthrough())
+}
 
 func (f *viewFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
@@ -92,8 +104,19 @@ func (f *viewFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 		return nil, 0, syscall.EFBIG
 	}
 	f.text.open()
-	return &viewHandle{f: f}, fuse.FOPEN_KEEP_CACHE, 0
+	logSpill := func(err error) {
+		f.v.log.Warn("snapshot file kept in memory", "name", f.e.Name, "size", f.e.Size, "err", err)
+	}
+	spill, err := f.text.spilledOpen(ctx, f.v.spillDir, f.e.Size, logSpill, f.read)
+	if err != nil {
+		f.text.release()
+		return nil, 0, snapErrno(f.v.log, "open", err)
+	}
+	return &viewHandle{f: f, spill: spill}, fuse.FOPEN_KEEP_CACHE, 0
 }
+
+// read rebuilds the file's content from the store.
+func (f *viewFile) read(ctx context.Context) ([]byte, error) { return f.v.snaps.Read(ctx, f.e.Rev) }
 
 // content returns the file's bytes, reading them at the first call of
 // the current opens.
@@ -101,12 +124,16 @@ func (f *viewFile) content(ctx context.Context) ([]byte, error) {
 	if f.e.Rev.IsNull() {
 		return nil, nil
 	}
-	return f.text.get(ctx, f.e.Size, func(ctx context.Context) ([]byte, error) { return f.v.snaps.Read(ctx, f.e.Rev) })
+	return f.text.get(ctx, f.e.Size, f.read)
 }
 
 func (f *viewFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	if _, ok := fh.(*viewHandle); !ok {
+	h, ok := fh.(*viewHandle)
+	if !ok {
 		return nil, syscall.EBADF
+	}
+	if h.spill != nil {
+		return readSpilled(h.spill, dest, off)
 	}
 	data, err := f.content(ctx)
 	if err != nil {

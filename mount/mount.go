@@ -58,7 +58,8 @@ type Config struct {
 	Busy   func(b BusyMount)
 	GiveUp <-chan struct{}
 
-	testRecorder func(*Recorder) // tests: sees the Recorder
+	testRecorder      func(*Recorder) // tests: sees the Recorder
+	testNoPassthrough bool            // tests: serve every read through the server
 	// testIdle, in tests, replaces idleAfter; testTrimmed sees each
 	// idle trim (see trimWhenIdle).
 	testIdle    time.Duration
@@ -301,7 +302,7 @@ func (m *running) mount(mnt string, cfg Config) error {
 	}
 	m.server = server
 	m.snaps.hist.mnt = mnt // a restore writes through the mount
-	if server.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH == 0 {
+	if server.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH == 0 || cfg.testNoPassthrough {
 		m.fsys.DisablePassthrough()
 	}
 	return nil

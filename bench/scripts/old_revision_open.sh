@@ -1,0 +1,55 @@
+#!/bin/bash
+# old_revision_open.sh DELTAFS BENCH [ROUNDS] [OLD_DELTAFS]: what holding
+# a big old revision open costs the mount.
+#
+# Per round, on a new store: copies a 1 GiB file of the bench's text
+# (BENCH's M1 writer) into the mount, takes a snapshot, changes 7 bytes
+# in the middle of the file in place, then opens the snapshot's copy
+# (timed: the open rebuilds it), reads it whole twice with cat (timed)
+# and compares it with the source, and prints the mount's RSS before the
+# open, while the file is open and after it is closed. With OLD_DELTAFS,
+# each round measures that build too, in turn, for a before/after pair.
+#
+#   go build -o /tmp/deltafs ./cmd/deltafs && go build -o /tmp/bench ./bench
+#   sudo bench/scripts/old_revision_open.sh /tmp/deltafs /tmp/bench 3
+set -u
+D=$1 B=$2 N=${3:-3} OLD=${4:-}
+W=$(mktemp -d)
+trap 'for b in $D $OLD; do $b umount $W/mnt 2>/dev/null; done; umount -l $W/mnt 2>/dev/null; wait; rm -rf $W' EXIT
+mkdir -p $W/src
+$B __child mount seqwrite -dir $W/src -size 1073741824 >/dev/null || exit 1
+SRC=$W/src/data
+
+now() { date +%s.%N; }
+secs() { printf '%.2f' "$(echo "$2 - $1" | bc)"; }
+
+one() { # one BIN LABEL
+	local bin=$1 label=$2 pid
+	rm -rf $W/store $W/mnt && mkdir $W/mnt
+	$bin mount $W/store $W/mnt >$W/out 2>&1 &
+	pid=$!
+	for _ in $(seq 100); do grep -q ready $W/out 2>/dev/null && break; sleep 0.1; done
+	cp $SRC $W/mnt/big && sync $W/mnt/big
+	mkdir $W/mnt/.snapshots/s
+	printf changed | dd of=$W/mnt/big bs=1 seek=$((512 << 20)) conv=notrunc status=none
+	sync $W/mnt/big
+	local snap=$W/mnt/.snapshots/s/big rss0 rss1 rss2 t0 t1 t2 t3 t4 same=same
+	rss0=$(ps -o rss= -p $pid)
+	t0=$(now); exec 3<$snap; t1=$(now)
+	cat $snap >/dev/null; t2=$(now)
+	cat $snap >/dev/null; t3=$(now)
+	cmp -s $SRC $snap || same=DIFFERENT
+	sleep 1
+	rss1=$(ps -o rss= -p $pid)
+	exec 3<&-
+	sleep 2
+	rss2=$(ps -o rss= -p $pid)
+	echo "$label | open $(secs $t0 $t1) s | first read $(secs $t1 $t2) s | second read $(secs $t2 $t3) s | RSS before $((rss0 / 1024)) MiB, open $((rss1 / 1024)) MiB, closed $((rss2 / 1024)) MiB | content $same"
+	$bin umount $W/mnt
+	wait $pid
+}
+
+for r in $(seq $N); do
+	[ -n "$OLD" ] && one $OLD "round $r before"
+	one $D "round $r"
+done

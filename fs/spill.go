@@ -1,0 +1,111 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// A read-only text of spillMin bytes or more (a big file's revision in
+// .snapshots or .history) is rebuilt at its open and written to an
+// unlinked file (O_TMPFILE) of the live directory's file system, which
+// the opens of the file share until the last is released. Held in
+// memory instead, it stayed in the mount's RSS for as long as any reader
+// kept it open (a 1 GiB file read from a snapshot: +1 GB); in a file it
+// is the page cache's, which the kernel reclaims, and the opens read it
+// through FUSE passthrough where the mount has it, at the speed of a
+// local file. The rebuild itself still holds the whole text in memory
+// while it runs (objstore.Store.Get). Where the file system lacks room
+// (spillSlack beyond the text) or O_TMPFILE, the text stays in memory.
+const (
+	spillMin   = freeBigText
+	spillSlack = 1 << 30
+)
+
+// spill returns the text in an unlinked file of dir, read with read and
+// written at the first call of the current opens. err is read's error;
+// spillErr says why the text could not be written to a file, in which
+// case it is kept in memory for get.
+func (t *sharedText) spill(ctx context.Context, dir string, read func(context.Context) ([]byte, error)) (f *os.File, spillErr, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.file != nil {
+		return t.file, nil, nil
+	}
+	b := t.data
+	if b == nil {
+		if b, err = read(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	if f, spillErr = writeUnlinked(dir, b); spillErr != nil {
+		t.data = b
+		return nil, spillErr, nil
+	}
+	t.file, t.data = f, nil
+	freeSoon()
+	return f, nil, nil
+}
+
+// writeUnlinked writes b to a new unlinked file in dir.
+func writeUnlinked(dir string, b []byte) (*os.File, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return nil, err
+	}
+	if avail := st.Bavail * uint64(st.Bsize); avail < uint64(len(b))+spillSlack {
+		return nil, fmt.Errorf("%d bytes free, not enough room for %d", avail, len(b))
+	}
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "spilled text")
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// spilledOpen opens the text t of a read-only node for a handle: spilled
+// to a file of dir if it is spillMin bytes or more and dir is set, which
+// the handle then reads (or the kernel, through passthrough); in memory
+// otherwise (nil), read at the handle's first read. The caller counted
+// the open (t.open) and releases it if the returned errno is not 0.
+func (t *sharedText) spilledOpen(ctx context.Context, dir string, size uint64, log func(error), read func(context.Context) ([]byte, error)) (*os.File, error) {
+	if size < spillMin || dir == "" {
+		return nil, nil
+	}
+	f, spillErr, err := t.spill(ctx, dir, read)
+	if spillErr != nil {
+		log(spillErr)
+	}
+	return f, err
+}
+
+// readSpilled reads a spilled text for a handle the kernel did not open
+// in passthrough mode.
+func readSpilled(f *os.File, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n, err := f.ReadAt(dest, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, gofs.ToErrno(err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+// spillFd is a read-only handle's PassthroughFd: the spilled file's, if
+// there is one and passthrough is on.
+func spillFd(f *os.File, passthrough bool) (int, bool) {
+	if f == nil || !passthrough {
+		return -1, false
+	}
+	return int(f.Fd()), true
+}
