@@ -286,11 +286,16 @@ func (h *historian) keepOpenWrites(ctx context.Context, lf liveFile) error {
 	return nil
 }
 
-// restoreOffline writes the live file and records the revision itself.
+// restoreOffline writes the live file and records the revision itself,
+// after recording what the live file holds if that is not its newest
+// revision (keepLiveChange).
 func (h *historian) restoreOffline(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, data []byte) (index.RevID, error) {
 	h.ls.mu.Lock()
 	defer h.ls.mu.Unlock()
 	s := h.ls.sink
+	if err := h.keepLiveChange(ctx, lf, fid); err != nil {
+		return index.NullRev, fmt.Errorf("record the live file's unrecorded change first: %w", err)
+	}
 	if err := rewrite(lf.Path, data, false); err != nil {
 		return index.NullRev, err
 	}
@@ -301,6 +306,49 @@ func (h *historian) restoreOffline(ctx context.Context, lf liveFile, fid index.F
 	s.last[fid] = e.ID()
 	delete(s.known, fid) // a later report's ranges start from an older revision
 	return e.ID(), nil
+}
+
+// keepLiveChange records the content of the live file of an unmounted
+// store as file fid's next revision when it differs from its newest: a
+// change a killed mount left for the next one to record (see unclean.go),
+// which the restore would otherwise write over. With h.ls.mu held.
+func (h *historian) keepLiveChange(ctx context.Context, lf liveFile, fid index.FileID) error {
+	s := h.ls.sink
+	prev := s.prev(fid)
+	if prev.IsNull() {
+		return nil
+	}
+	e, err := h.st.Entry(prev)
+	if err != nil {
+		return err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(lf.Path, &st); err != nil {
+		return err
+	}
+	if uint64(st.Size) == e.Size {
+		want, err := h.st.Get(ctx, prev)
+		if err != nil {
+			return err
+		}
+		if same, err := sameContent(lf.Path, want); err != nil || same {
+			return err
+		}
+	}
+	if st.Size > maxRecordBytes {
+		return fmt.Errorf("%d bytes, more than the %d a revision may have", st.Size, int64(maxRecordBytes))
+	}
+	cur, err := os.ReadFile(lf.Path)
+	if err != nil {
+		return err
+	}
+	ne, err := h.st.Put(ctx, objstore.PutRequest{File: fid, Data: cur, P1: prev, Name: lf.Rel})
+	if err != nil {
+		return err
+	}
+	s.last[fid] = ne.ID()
+	delete(s.known, fid)
+	return nil
 }
 
 // rewrite replaces the content of the existing file p in place (same

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -60,5 +61,35 @@ func TestRestoreKeepsOpenWriterContent(t *testing.T) {
 	}
 	if _, data, err := c.Cat(ctx, Target{Path: "f"}, RevSpec{}); err != nil || !bytes.Equal(data, v0) {
 		t.Fatalf("newest revision after the restore: %d bytes, %v; log %s", len(data), err, revNums(lg))
+	}
+}
+
+// TestOfflineRestoreKeepsUnrecordedChange: a mount killed with a change
+// not recorded leaves it in the live file for the next mount to record;
+// a restore on the unmounted store records it first, as a revision of
+// its own, instead of writing over the only copy.
+func TestOfflineRestoreKeepsUnrecordedChange(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	ctx := context.Background()
+	l := start(t, store)
+	mustDo(t, os.WriteFile(l.mnt+"/f", []byte("one\n"), 0o644))
+	mustDo(t, l.rec.Sync(ctx))
+	l.stop(t)
+	two := []byte("two: left unrecorded by a killed mount\n")
+	mustDo(t, os.WriteFile(filepath.Join(store, liveDir, "f"), two, 0o644))
+	mustDo(t, os.WriteFile(filepath.Join(store, mountedFile), []byte(bootID()), 0o600))
+
+	off := connect(t, store, false)
+	fr, err := off.Restore(ctx, Target{Path: "f"}, ptr(uint32(0)))
+	if err != nil || fr.Revision.Rev != 2 || fr.Revision.P2 == nil || fr.Revision.P2.Rev != 0 {
+		t.Fatalf("offline restore: %+v, %v; want revision 2, second parent 0", fr.Revision, err)
+	}
+	for rev, want := range [][]byte{[]byte("one\n"), two, []byte("one\n")} {
+		if _, data, err := off.Cat(ctx, Target{Path: "f"}, RevSpec{Rev: ptr(uint32(rev))}); err != nil || !bytes.Equal(data, want) {
+			t.Fatalf("revision %d: %q, %v; want %q", rev, data, err, want)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(store, liveDir, "f")); !bytes.Equal(b, []byte("one\n")) {
+		t.Fatalf("live file after the restore: %q", b)
 	}
 }
