@@ -268,10 +268,33 @@ func (n *Node) renameEvent(name string, np *Node, newName string, flags uint32) 
 			ev.ID = readID(from)
 		}
 	}
-	if reg, _ := isRegular(to); reg {
+	if reg, nlink := isRegular(to); reg {
 		ev.Replaced = readID(to)
+		if nlink > 1 && !ev.Exchange && !ev.Replaced.IsZero() {
+			ev.ReplacedLivesAt = np.otherLink(newName, n, to)
+		}
 	}
 	return ev
+}
+
+// otherLink returns the path, below the root, of a name other than
+// child name of n that the file at path (n's child name) has in n or
+// in dir, found by inode number in their directory listings; "" if none.
+func (n *Node) otherLink(name string, dir *Node, path string) string {
+	var st syscall.Stat_t
+	if syscall.Lstat(path, &st) != nil {
+		return ""
+	}
+	dirs := []*Node{n}
+	if dir != n {
+		dirs = append(dirs, dir)
+	}
+	for _, d := range dirs {
+		if other := nameOfIno(d.livePath(), st.Ino, name); other != "" {
+			return d.childRel(other)
+		}
+	}
+	return ""
 }
 
 // renameExchange is RENAME_EXCHANGE of renameat2(2).

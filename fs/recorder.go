@@ -103,8 +103,12 @@ type Rename struct {
 	From, To string
 	ID       FileID // the file moved (zero for directories and symlinks)
 	Replaced FileID // the regular file that To named before, if any
-	Exchange bool   // RENAME_EXCHANGE: From now names what To named
-	Dir      bool   // a directory moved: every path under From moved too
+	// ReplacedLivesAt is another name of Replaced, which lives on there
+	// (a hard link: `ln f f.bak`, then an atomic save of f), if the
+	// rename's two directories hold one; "" otherwise.
+	ReplacedLivesAt string
+	Exchange        bool // RENAME_EXCHANGE: From now names what To named
+	Dir             bool // a directory moved: every path under From moved too
 }
 
 // Remove reports that a name was removed from the live tree.

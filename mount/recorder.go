@@ -283,7 +283,8 @@ func (r *Recorder) Renamed(ev fs.Rename) {
 		}
 		switch {
 		case !ev.Replaced.IsZero() && !ev.Exchange && h.c.New:
-			h.continues, h.livesAt = ev.Replaced, ""
+			// the replaced file forks where it lives on (forkMoved)
+			h.continues, h.livesAt = ev.Replaced, ev.ReplacedLivesAt
 		case ev.Replaced.IsZero() && !ev.Exchange && h.c.New && h.continues.IsZero():
 			h.continues, h.livesAt = r.succeed(ev.To, ev.ID, time.Now())
 		}

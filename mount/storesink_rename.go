@@ -2,6 +2,7 @@ package mount
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -43,10 +44,14 @@ func (s *storeSink) renamedOver(ctx context.Context, r *fs.Rename) error {
 	if err := s.syncIDs(); err != nil {
 		return err
 	}
-	if !hasOwn {
-		return nil
+	var err error
+	if hasOwn {
+		err = s.carryOver(ctx, fid, own, r.To)
 	}
-	return s.carryOver(ctx, fid, own, r.To)
+	if r.ReplacedLivesAt != "" { // through another hard link
+		err = errors.Join(err, s.forkMoved(ctx, r.Replaced, r.ReplacedLivesAt))
+	}
+	return err
 }
 
 // youngerThan reports whether store file fid's first revision is less
