@@ -32,8 +32,11 @@ type Config struct {
 	// does not keep them).
 	FastFulltexts bool
 
-	// hash overrides the content hash (tests force collisions with it).
-	hash func([]byte) uint64
+	// hash overrides the content hash (tests force collisions with it);
+	// xxhash says it is the default, xxhash.Sum64, which a put may also
+	// compute over a file it streams (dedupFrom).
+	hash   func([]byte) uint64
+	xxhash bool
 	// encoders overrides how many goroutines S2-encode a streamed
 	// fulltext's chunks (chunked_stream.go); negative: none, every chunk
 	// is stored raw (tests).
@@ -128,7 +131,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.hash == nil {
-		c.hash = xxhash.Sum64
+		c.hash, c.xxhash = xxhash.Sum64, true
 	}
 	return c
 }

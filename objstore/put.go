@@ -203,6 +203,12 @@ func (s *Store) fileMeta(f index.FileID) (*index.FileMeta, error) {
 // dedup points e at an existing revision with the same content, if any. The
 // hash only nominates candidates: the bytes are compared before sharing.
 func (s *Store) dedup(ctx context.Context, e *index.Entry, data []byte) (bool, error) {
+	return s.dedupWith(ctx, e, func(text []byte) (bool, error) { return bytes.Equal(text, data), nil })
+}
+
+// dedupWith is dedup with same telling whether a candidate's text is the
+// revision's.
+func (s *Store) dedupWith(ctx context.Context, e *index.Entry, same func(text []byte) (bool, error)) (bool, error) {
 	ids, err := s.byHash(e.Hash)
 	if err != nil {
 		return false, err
@@ -217,7 +223,10 @@ func (s *Store) dedup(ctx context.Context, e *index.Entry, data []byte) (bool, e
 			s.log.Warn("dedup candidate unreadable", "rev", id, "err", err)
 			continue
 		}
-		if !bytes.Equal(text, data) {
+		if ok, err := same(text); err != nil || !ok {
+			if err != nil {
+				return false, err
+			}
 			continue // a hash collision: store separately
 		}
 		e.Kind, e.Base = index.KindDedup, id
