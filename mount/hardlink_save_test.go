@@ -16,6 +16,14 @@ import (
 // next change: until then log and cat of x failed, and verify reported
 // x as never recorded).
 func TestSaveOverOneHardLinkForksTheOther(t *testing.T) {
+	for _, slow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "quick", true: "slow"}[slow], func(t *testing.T) { saveOverHardLink(t, slow) })
+	}
+}
+
+// saveOverHardLink is the test above; slow: the temp file is recorded
+// before its rename (a save that took its time).
+func saveOverHardLink(t *testing.T, slow bool) {
 	store := filepath.Join(t.TempDir(), "s.dfs")
 	ctx := context.Background()
 	l := start(t, store)
@@ -24,6 +32,9 @@ func TestSaveOverOneHardLinkForksTheOther(t *testing.T) {
 	l.recorded(t, 1)
 	mustDo(t, os.Link(l.mnt+"/x", l.mnt+"/y"))
 	mustDo(t, os.WriteFile(l.mnt+"/.y.tmp", two, 0o644))
+	if slow {
+		l.recorded(t, 2)
+	}
 	mustDo(t, os.Rename(l.mnt+"/.y.tmp", l.mnt+"/y"))
 	mustDo(t, l.rec.Sync(ctx))
 	c := connect(t, l.mnt, false)
@@ -43,5 +54,10 @@ func TestSaveOverOneHardLinkForksTheOther(t *testing.T) {
 	l.stop(t)
 	if r := verifyOffline(t, store); r.Live.Problems != 0 || r.Live.Pending != 0 {
 		t.Fatalf("verify: %+v", r.Live)
+	}
+	for _, d := range deletedPaths(t, connect(t, store, false), "") {
+		if p := string(d.Path); p == "x" || p == "y" { // (a slow save's temp file keeps its own)
+			t.Fatalf("deleted file %+v: both names live", d)
+		}
 	}
 }

@@ -283,8 +283,9 @@ func (r *Recorder) Renamed(ev fs.Rename) {
 		}
 		switch {
 		case !ev.Replaced.IsZero() && !ev.Exchange && h.c.New:
-			// the replaced file forks where it lives on (forkMoved)
-			h.continues, h.livesAt = ev.Replaced, ev.ReplacedLivesAt
+			// (a replaced file that lives on through another link forks
+			// at the rename's own event: storeSink.renamedOver)
+			h.continues, h.livesAt = ev.Replaced, ""
 		case ev.Replaced.IsZero() && !ev.Exchange && h.c.New && h.continues.IsZero():
 			h.continues, h.livesAt = r.succeed(ev.To, ev.ID, time.Now())
 		}

@@ -116,6 +116,16 @@ func TestAtomicSaveOverALinkedFileForksTheOldInode(t *testing.T) {
 	if h := historyAt(t, store, "s2"); !equal(h, []string{"aaa\n", "aaa\nccc\n"}) {
 		t.Errorf("s2's history %q, want its fork at the save, then its change", h)
 	}
+	// r's old inode, changed through the kept descriptor with no name
+	// left, forked into a deleted file named by the path it had (it was
+	// named "", which --id without a path could not reach).
+	var names []string
+	for _, d := range deletedPaths(t, connect(t, store, false), "") {
+		names = append(names, string(d.Path))
+	}
+	if !equal(names, []string{"r"}) {
+		t.Errorf("deleted files %q, want r's old inode as r", names)
+	}
 }
 
 // A temp file recorded on its own (closed longer than the new-file

@@ -264,8 +264,15 @@ func (s *storeSink) stage(c *fs.Change, continues fs.FileID) (*job, error) {
 		}
 	} else if from, ok := s.forked[c.ID]; ok && !from.IsNull() {
 		// An inode whose history another file took over, changed since:
-		// a store file of its own, continuing from what it was.
+		// a store file of its own, continuing from what it was. One
+		// with no name left (a descriptor keeps it) is named by the
+		// path it had, its history's.
 		j.p2, j.hints = from, []index.RevID{from}
+		if c.Path == "" {
+			if m, err := s.st.File(from.File); err == nil {
+				c.Path = m.Name
+			}
+		}
 	}
 	for _, src := range c.Sources {
 		if sf, ok := s.ids[src.ID]; ok && sf != j.fid {

@@ -27,9 +27,17 @@ const saveWindow = 5 * time.Minute
 // continues the replaced file's history (transfer); a young one's newest
 // content becomes that history's next revision, with its own newest
 // revision as second parent (a dedup of it: no data is stored again).
+//
+// A replaced file that lives on under another hard link (the rename's
+// ReplacedLivesAt) gets a history of its own there (forkMoved), also
+// when the renamed file's change took the history before this event
+// came (a quick save: the new file's change is queued first).
 func (s *storeSink) renamedOver(ctx context.Context, r *fs.Rename) error {
 	fid, ok := s.ids[r.Replaced]
 	if !ok {
+		if r.ReplacedLivesAt != "" {
+			return s.forkMoved(ctx, r.Replaced, r.ReplacedLivesAt)
+		}
 		return nil
 	}
 	own, hasOwn := s.ids[r.ID]
