@@ -123,11 +123,12 @@ func checkHistoryErrors(t *testing.T, c Controller, root string) {
 		spec RevSpec
 		want error
 	}{
-		"dir":           {"somedir", RevSpec{}, ErrIsDir},
-		"missing":       {"nosuch", RevSpec{}, index.ErrNotFound},
-		"rev":           {"bin", RevSpec{Rev: &nine}, index.ErrNotFound},
-		"snapshot":      {"bin", RevSpec{Snapshot: "nosuch"}, index.ErrNotFound},
-		"in .snapshots": {".snapshots/before/bin", RevSpec{}, ErrNoHistory},
+		"dir":            {"somedir", RevSpec{}, ErrIsDir},
+		"missing":        {"nosuch", RevSpec{}, index.ErrNotFound},
+		"rev":            {"bin", RevSpec{Rev: &nine}, index.ErrNotFound},
+		"snapshot":       {"bin", RevSpec{Snapshot: "nosuch"}, index.ErrNotFound},
+		"in .snapshots":  {".snapshots/before/bin", RevSpec{}, ErrNoHistory},
+		"above the root": {"../bin", RevSpec{}, ErrNoHistory},
 	} {
 		if _, _, err := c.Cat(ctx, Target{Path: tc.path}, tc.spec); !errors.Is(err, tc.want) {
 			t.Errorf("cat %s: %v, want %v", name, err, tc.want)
@@ -138,6 +139,12 @@ func checkHistoryErrors(t *testing.T, c Controller, root string) {
 	}
 	if _, err := c.Restore(ctx, Target{Path: "bin"}, ptr(uint32(9))); !errors.Is(err, index.ErrNotFound) {
 		t.Errorf("restore of a missing revision: %v", err)
+	}
+	if _, err := c.Restore(ctx, Target{Path: "../../etc/evil"}, ptr(uint32(0))); !errors.Is(err, ErrNoHistory) {
+		t.Errorf("restore to a path above the root: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc")); !os.IsNotExist(err) {
+		t.Errorf("a restore above the root made etc in the tree: %v", err)
 	}
 }
 

@@ -59,6 +59,9 @@ var ErrIsDir = errors.New("is a directory")
 // cleanRel returns rel cleaned and relative to the tree root, or an error
 // if it leaves the tree or names the root.
 func cleanRel(rel string) (string, error) {
+	if up := path.Clean(filepath.ToSlash(rel)); up == ".." || strings.HasPrefix(up, "../") {
+		return "", fmt.Errorf("%s: leaves the tree: %w", rel, ErrNoHistory)
+	}
 	c := path.Clean("/" + filepath.ToSlash(rel))[1:]
 	if c == "" {
 		return "", fmt.Errorf("/: %w", ErrIsDir)
