@@ -30,7 +30,9 @@ const (
 )
 
 // spill returns the text in an unlinked file of dir, read with read and
-// written at the first call of the current opens. err is read's error;
+// written at the first open of the current opens (the caller counted
+// it: t.open); the later opens share that file, or, if the first open's
+// spill failed, are served from memory as it is. err is read's error;
 // spillErr says why the text could not be written to a file, in which
 // case it is kept in memory for get.
 func (t *sharedText) spill(ctx context.Context, dir string, read func(context.Context) ([]byte, error)) (f *os.File, spillErr, err error) {
@@ -38,6 +40,11 @@ func (t *sharedText) spill(ctx context.Context, dir string, read func(context.Co
 	defer t.mu.Unlock()
 	if t.file != nil {
 		return t.file, nil, nil
+	}
+	if t.opens > 1 {
+		// An open of this set is served from memory (its spill failed):
+		// the kernel would refuse a passthrough open beside it (EIO).
+		return nil, nil, nil
 	}
 	b := t.data
 	if b == nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
@@ -342,7 +343,7 @@ func (h *historian) keepLiveChange(ctx context.Context, lf liveFile, fid index.F
 	if err != nil {
 		return err
 	}
-	ne, err := h.st.Put(ctx, objstore.PutRequest{File: fid, Data: cur, P1: prev, Name: lf.Rel})
+	ne, err := h.st.Put(ctx, objstore.PutRequest{File: fid, Data: cur, P1: prev, Name: lf.Rel, Time: time.Unix(st.Mtim.Unix())})
 	if err != nil {
 		return err
 	}
