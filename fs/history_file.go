@@ -252,9 +252,9 @@ func (f *histFile) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 // histRev is one revision of a file: read-only, its size and time those
 // of the revision, its owner the live file's. Its content is read from
 // the store at the first read of an open (at the open for a big one,
-// spill.go) and dropped when the last open
-// of it is released: opens of one revision share one copy, and nothing is
-// kept for a revision no one has open.
+// spill.go) and dropped when the last open of it is released: opens of
+// one revision share one copy, and nothing is kept for a revision no
+// one has open.
 type histRev struct {
 	gofs.Inode
 	histReadOnly

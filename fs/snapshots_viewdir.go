@@ -68,9 +68,8 @@ func (l *viewLink) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 // from the store (rebuilt) at the first read of an open, or at the open
 // for a big one (spill.go), shared by the opens of the file and dropped
 // with the last (sharedText); the kernel may keep its page cache, since
-// it never changes. A file the snapshot
-// lists with a size but no revision was too large to record: its open
-// fails with EFBIG.
+// it never changes. A file the snapshot lists with a size but no
+// revision was too large to record: its open fails with EFBIG.
 type viewFile struct {
 	viewNode
 	text sharedText
