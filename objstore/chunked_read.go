@@ -19,15 +19,30 @@ const readGroup = maxChunkWorkers
 // 1 GiB text of M1 stores ~430 MB). The record's checksum is summed as
 // the groups go and checked before the text is returned.
 func (s *Store) readChunked(want index.RevID, e *index.Entry) ([]byte, error) {
+	text := s.getBuf(e.Size)[:e.Size]
+	into := func(off, n uint64) []byte { return text[off : off+n] }
+	if err := s.walkChunked(want, e, into, nil); err != nil {
+		s.putBuf(text)
+		return nil, err
+	}
+	return text, nil
+}
+
+// walkChunked reads and checks e's chunked record a group of chunks at a
+// time (readChunked): each group's text, of n bytes from text offset
+// off, is decoded into into(off, n) and then handed to got, if not nil.
+// The record's checksum is checked at the end: what got saw is e's text
+// only if walkChunked returns nil. An error got returns ends the walk.
+func (s *Store) walkChunked(want index.RevID, e *index.Entry, into func(off, n uint64) []byte, got func(off uint64, text []byte) error) error {
 	if e.Stored < recOverhead+chunkHeaderLen || e.Stored > recOverhead+maxPayload {
-		return nil, corrupt(want, e, fmt.Errorf("index gives a record of %d bytes", e.Stored))
+		return corrupt(want, e, fmt.Errorf("index gives a record of %d bytes", e.Stored))
 	}
 	s.readRecords.Add(1)
 	s.readBytes.Add(int64(e.Stored))
 	payloadLen := uint64(e.Stored) - recOverhead
 	head, err := s.readPart(want, e, 0, recHeaderLen+chunkHeaderLen)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	h, err := parseHeader(head)
 	if err == nil && uint64(h.PayloadLen) != payloadLen {
@@ -37,19 +52,19 @@ func (s *Store) readChunked(want index.RevID, e *index.Entry) ([]byte, error) {
 		err = agree(&h, e)
 	}
 	if err != nil {
-		return nil, corrupt(want, e, err)
+		return corrupt(want, e, err)
 	}
 	tl, err := chunkTableLen(head[recHeaderLen:], payloadLen)
 	if err != nil {
-		return nil, corrupt(want, e, err)
+		return corrupt(want, e, err)
 	}
 	table, err := s.readPart(want, e, recHeaderLen, tl)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	spans, err := parseChunkTable(table, payloadLen, e.Size)
 	if err != nil {
-		return nil, corrupt(want, e, err)
+		return corrupt(want, e, err)
 	}
 	// The checksum sums header and table first, or, in a record whose
 	// table was written last, after the chunks (record.go).
@@ -58,10 +73,8 @@ func (s *Store) readChunked(want index.RevID, e *index.Entry) ([]byte, error) {
 		sum.Write(head[:recHeaderLen])
 		sum.Write(table)
 	}
-	text := s.getBuf(e.Size)[:e.Size]
-	if err := s.readSpans(want, e, spans, sum, text); err != nil {
-		s.putBuf(text)
-		return nil, err
+	if err := s.readSpans(want, e, spans, sum, into, got); err != nil {
+		return err
 	}
 	if h.lateTable() {
 		sum.Write(head[:recHeaderLen])
@@ -71,11 +84,7 @@ func (s *Store) readChunked(want index.RevID, e *index.Entry) ([]byte, error) {
 	if err == nil && binary.BigEndian.Uint64(trailer) != sum.Sum64() {
 		err = corrupt(want, e, fmt.Errorf("%w: checksum mismatch", errRecord))
 	}
-	if err != nil {
-		s.putBuf(text)
-		return nil, err
-	}
-	return text, nil
+	return err
 }
 
 // readSpans reads the chunks' stored bytes readGroup chunks at a time,
@@ -83,7 +92,7 @@ func (s *Store) readChunked(want index.RevID, e *index.Entry) ([]byte, error) {
 // one buffer: a buffer per group was as many bytes of garbage as the
 // record stores, and a read of a 96 MiB incompressible text peaked at
 // twice its size on the heap (TestOldRevisionReadMemory).
-func (s *Store) readSpans(want index.RevID, e *index.Entry, spans []chunkSpan, sum *xxhash.Digest, text []byte) error {
+func (s *Store) readSpans(want index.RevID, e *index.Entry, spans []chunkSpan, sum *xxhash.Digest, into func(off, n uint64) []byte, got func(off uint64, text []byte) error) error {
 	var buf []byte
 	defer func() { s.putBuf(buf) }()
 	for len(spans) > 0 {
@@ -100,11 +109,20 @@ func (s *Store) readSpans(want index.RevID, e *index.Entry, spans []chunkSpan, s
 			return err
 		}
 		sum.Write(b)
+		off := uint64(g[0].textOff)
+		tn := uint64(last.textOff+last.textN) - off
 		for i := range g {
 			g[i].stored = b[g[i].at-g[0].at : g[i].at-g[0].at+g[i].n]
+			g[i].textOff -= int(off) // into the group's text
 		}
+		text := into(off, tn)
 		if err := decodeSpans(text, g, s.dec); err != nil {
-			return corrupt(want, e, err)
+			return corrupt(want, e, fmt.Errorf("chunks from text offset %d: %w", off, err))
+		}
+		if got != nil {
+			if err := got(off, text); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

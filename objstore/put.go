@@ -203,12 +203,20 @@ func (s *Store) fileMeta(f index.FileID) (*index.FileMeta, error) {
 // dedup points e at an existing revision with the same content, if any. The
 // hash only nominates candidates: the bytes are compared before sharing.
 func (s *Store) dedup(ctx context.Context, e *index.Entry, data []byte) (bool, error) {
-	return s.dedupWith(ctx, e, func(text []byte) (bool, error) { return bytes.Equal(text, data), nil })
+	return s.dedupWith(ctx, e, func(id index.RevID, ce index.Entry) (bool, error) {
+		text, err := s.rebuild(ctx, id, ce, s.putCaches())
+		if err != nil {
+			s.log.Warn("dedup candidate unreadable", "rev", id, "err", err)
+			return false, nil
+		}
+		return bytes.Equal(text, data), nil
+	})
 }
 
-// dedupWith is dedup with same telling whether a candidate's text is the
-// revision's.
-func (s *Store) dedupWith(ctx context.Context, e *index.Entry, same func(text []byte) (bool, error)) (bool, error) {
+// dedupWith is dedup with same telling whether candidate id (entry ce,
+// of e's hash and size) holds the revision's text; an error ends the
+// search.
+func (s *Store) dedupWith(ctx context.Context, e *index.Entry, same func(id index.RevID, ce index.Entry) (bool, error)) (bool, error) {
 	ids, err := s.byHash(e.Hash)
 	if err != nil {
 		return false, err
@@ -218,16 +226,11 @@ func (s *Store) dedupWith(ctx context.Context, e *index.Entry, same func(text []
 		if err != nil || ce.Size != e.Size {
 			continue
 		}
-		text, err := s.rebuild(ctx, id, ce, s.putCaches())
-		if err != nil {
-			s.log.Warn("dedup candidate unreadable", "rev", id, "err", err)
-			continue
-		}
-		if ok, err := same(text); err != nil || !ok {
+		if ok, err := same(id, ce); err != nil || !ok {
 			if err != nil {
 				return false, err
 			}
-			continue // a hash collision: store separately
+			continue // a hash collision, or unreadable: store separately
 		}
 		e.Kind, e.Base = index.KindDedup, id
 		e.ChainLen, e.ChainBytes, e.Seg, e.Off = ce.ChainLen, ce.ChainBytes, ce.Seg, ce.Off

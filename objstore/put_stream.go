@@ -79,7 +79,7 @@ func (s *Store) dedupFrom(ctx context.Context, req PutRequest, src io.ReaderAt, 
 	}
 	s.hashedBytes.Add(size)
 	probe := index.Entry{Size: uint64(size), Hash: d.Sum64()}
-	found, err := s.dedupWith(ctx, &probe, func(text []byte) (bool, error) { return sameBlocks(src, text) })
+	found, err := s.dedupWith(ctx, &probe, func(id index.RevID, ce index.Entry) (bool, error) { return s.sameAs(ctx, id, ce, src) })
 	if err != nil || !found {
 		if err != nil {
 			return fail(err)
@@ -109,6 +109,65 @@ func (s *Store) dedupFrom(ctx context.Context, req PutRequest, src io.ReaderAt, 
 		s.latest.remove(index.RevID{File: e.File, Rev: e.Rev - 1})
 	}
 	return e, func() error { return s.wait(b) }, true, nil
+}
+
+// sameAs reports whether revision id (entry ce) holds exactly src's
+// content: a chunked fulltext is read and compared a group of chunks at
+// a time, in a few MiB whatever its size; any other revision is rebuilt
+// whole and compared block by block. An unreadable candidate is no
+// match (logged).
+func (s *Store) sameAs(ctx context.Context, id index.RevID, ce index.Entry, src io.ReaderAt) (bool, error) {
+	if ce.Kind != index.KindFull || ce.Flags&index.FlagChunked == 0 || ce.Flags&index.FlagDelta != 0 {
+		text, err := s.rebuild(ctx, id, ce, s.putCaches())
+		if err != nil {
+			s.log.Warn("dedup candidate unreadable", "rev", id, "err", err)
+			return false, nil
+		}
+		return sameBlocks(src, text)
+	}
+	var buf, fileBuf []byte
+	into := func(_, n uint64) []byte {
+		if uint64(cap(buf)) < n {
+			buf = make([]byte, n)
+		}
+		return buf[:n]
+	}
+	errDiffers := errors.New("differs")
+	var readErr error
+	got := func(off uint64, text []byte) error {
+		if err := ctx.Err(); err != nil {
+			readErr = err
+			return err
+		}
+		if cap(fileBuf) < len(text) {
+			fileBuf = make([]byte, len(text))
+		}
+		b := fileBuf[:len(text)]
+		if _, err := src.ReadAt(b, int64(off)); err != nil {
+			if !errors.Is(err, io.EOF) {
+				readErr = err
+			}
+			return errDiffers
+		}
+		if !bytes.Equal(b, text) {
+			return errDiffers
+		}
+		return nil
+	}
+	err := s.walkChunked(id, &ce, into, got)
+	switch {
+	case readErr != nil:
+		return false, readErr
+	case errors.Is(err, errDiffers):
+		return false, nil
+	case err != nil:
+		s.log.Warn("dedup candidate unreadable", "rev", id, "err", err)
+		return false, nil
+	}
+	// Every byte of the candidate matched; src may be longer.
+	var one [1]byte
+	n, _ := src.ReadAt(one[:], int64(ce.Size))
+	return n == 0, nil
 }
 
 // mayDedupFrom reports whether a put from a file of size bytes should

@@ -410,7 +410,7 @@ func (r *readSizes) ReadAt(b []byte, off int64) (int, error) {
 // TestPutFromCopyDedupsInBlocks: a big text the store holds already,
 // put from a file (a copy, a save that changed nothing), is a dedup
 // revision, found and compared without reading the file whole: no read
-// larger than a chunk. (It was read into one buffer beside the revision
+// larger than a group of chunks. (It was read into one buffer beside the revision
 // rebuilt to compare it: 2x the file in memory, 2.16 GB for a 1 GiB
 // copy.) As a new file's first revision, and as a revision with a
 // parent.
@@ -427,8 +427,8 @@ func TestPutFromCopyDedupsInBlocks(t *testing.T) {
 		if e.Kind != index.KindDedup || e.Base != orig.ID() || e.P1 != req.P1 {
 			t.Fatalf("copy with parent %v: kind %v base %v p1 %v, want a dedup of %v", req.P1, e.Kind, e.Base, e.P1, orig.ID())
 		}
-		if n := src.largest.Load(); n > chunkSize {
-			t.Errorf("copy with parent %v: a read of %d bytes, want at most %d", req.P1, n, chunkSize)
+		if n := src.largest.Load(); n > readGroup*chunkSize {
+			t.Errorf("copy with parent %v: a read of %d bytes, want at most a group of chunks, %d", req.P1, n, readGroup*chunkSize)
 		}
 		if !bytes.Equal(mustGet(t, s, e.ID()), data) {
 			t.Fatal("the dedup revision reads back different bytes")
@@ -457,6 +457,36 @@ func TestSameBlocks(t *testing.T) {
 		{"empty", nil, nil, true},
 	} {
 		got, err := sameBlocks(bytes.NewReader(c.src), c.text)
+		if err != nil || got != c.want {
+			t.Errorf("%s: %v, %v; want %v", c.name, got, err, c.want)
+		}
+	}
+}
+
+// TestSameAsChunked compares a chunked fulltext with readers group by
+// group: the same bytes, a byte changed in the last group, one byte more,
+// one fewer.
+func TestSameAsChunked(t *testing.T) {
+	ctx := context.Background()
+	data := bigMixed(14, bigFull+5*chunkSize+99)
+	s, _ := openNew(t, Config{})
+	e := putFrom(t, s, "big", srcFile(t, data), int64(len(data)), PutRequest{})
+	if e.Flags&index.FlagChunked == 0 {
+		t.Fatalf("not chunked: %v", e.Flags)
+	}
+	other := bytes.Clone(data)
+	other[len(other)-2] ^= 0x40
+	for _, c := range []struct {
+		name string
+		src  []byte
+		want bool
+	}{
+		{"same", data, true},
+		{"a byte in the last group", other, false},
+		{"longer", append(bytes.Clone(data), 'x'), false},
+		{"shorter", data[:len(data)-1], false},
+	} {
+		got, err := s.sameAs(ctx, e.ID(), e, bytes.NewReader(c.src))
 		if err != nil || got != c.want {
 			t.Errorf("%s: %v, %v; want %v", c.name, got, err, c.want)
 		}

@@ -4,9 +4,11 @@
 #
 # Per round, on a new store: writes a 256 MiB file of the bench's data
 # (BENCH's M1 writer) into the mount and syncs it (recorded), resets the
-# mount's peak RSS (clear_refs), writes the same bytes to a second file
-# and syncs it (recorded as a dedup of the first), and prints the peak
-# (VmHWM) and RssAnon then. With OLD_DELTAFS, each round measures that
+# mount's peak RSS (clear_refs) and notes its RSS then, writes the same
+# bytes to a second file and syncs it (recorded as a dedup of the
+# first), and prints the peak (VmHWM: file-backed pages mapped from the
+# store count too), the highest RssAnon sampled every 20 ms while b is
+# written and recorded, and RssAnon then. With OLD_DELTAFS, each round measures that
 # build too, in turn.
 #
 #   go build -o /tmp/deltafs ./cmd/deltafs && go build -o /tmp/bench ./bench
@@ -26,9 +28,16 @@ one() { # one BIN LABEL
 	for _ in $(seq 100); do grep -q ready $W/out 2>/dev/null && break; sleep 0.1; done
 	cat $W/src/data >$W/mnt/a && sync $W/mnt/a
 	echo 5 >/proc/$pid/clear_refs
+	local rss0 anon0
+	rss0=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
+	anon0=$(awk '/RssAnon/ {print $2}' /proc/$pid/status)
+	(while :; do awk '/RssAnon/ {print $2}' /proc/$pid/status; sleep 0.02; done >$W/anon) &
+	local sampler=$!
 	cat $W/src/data >$W/mnt/b && sync $W/mnt/b
 	sleep 1
-	echo "$label | peak RSS $(($(awk '/VmHWM/ {print $2}' /proc/$pid/status) / 1024)) MiB | RssAnon after $(($(awk '/RssAnon/ {print $2}' /proc/$pid/status) / 1024)) MiB | b: $($bin log --store $W/store b 2>&1 | awk '{print $4}' | tr '\n' ' ')"
+	kill $sampler
+	wait $sampler 2>/dev/null
+	echo "$label | RSS before b $((rss0 / 1024)) MiB (anon $((anon0 / 1024))) | peak RSS $(($(awk '/VmHWM/ {print $2}' /proc/$pid/status) / 1024)) MiB | peak RssAnon sampled $(($(sort -n $W/anon | tail -1) / 1024)) MiB | RssAnon after $(($(awk '/RssAnon/ {print $2}' /proc/$pid/status) / 1024)) MiB | b: $($bin log --store $W/store b 2>&1 | awk '{print $4}' | tr '\n' ' ')"
 	$bin umount $W/mnt
 	wait $pid
 }
