@@ -303,7 +303,7 @@ func (n *histRev) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint
 	}
 	n.text.open()
 	logSpill := func(err error) { n.v.log.Warn("revision kept in memory", "rev", n.r.ID, "size", n.r.Size, "err", err) }
-	spill, err := n.text.spilledOpen(ctx, n.v.fsys.live, n.r.Size, logSpill, n.read)
+	spill, err := n.text.spilledOpen(ctx, n.v.fsys.live, n.r.Size, logSpill, n.read, textWriter(n.v.hist, n.r.ID))
 	if err != nil {
 		n.text.release()
 		return nil, 0, snapErrno(n.v.log, "history open", err)

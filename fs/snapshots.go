@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"syscall"
 	"time"
@@ -22,6 +23,23 @@ type Snapshots interface {
 	Rename(ctx context.Context, from, to string) error
 	Tree(ctx context.Context, h index.TreeHash) (*index.Tree, error)
 	Read(ctx context.Context, id index.RevID) ([]byte, error)
+}
+
+// TextWriter is what a Snapshots or a History may also offer: write the
+// content of revision id to w from offset 0 without holding it whole in
+// memory, where it can (ok; else it writes nothing, and Read is used).
+// A big file's old text is copied into a file so (spill.go).
+type TextWriter interface {
+	WriteText(ctx context.Context, id index.RevID, w io.WriterAt) (ok bool, err error)
+}
+
+// textWriter returns v's WriteText for revision id, or nil.
+func textWriter(v any, id index.RevID) writeText {
+	tw, ok := v.(TextWriter)
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context, w io.WriterAt) (bool, error) { return tw.WriteText(ctx, id, w) }
 }
 
 // SnapshotsChanged is what a Snapshots may also offer: when its list of

@@ -106,7 +106,7 @@ func (f *viewFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 	logSpill := func(err error) {
 		f.v.log.Warn("snapshot file kept in memory", "name", f.e.Name, "size", f.e.Size, "err", err)
 	}
-	spill, err := f.text.spilledOpen(ctx, f.v.spillDir, f.e.Size, logSpill, f.read)
+	spill, err := f.text.spilledOpen(ctx, f.v.spillDir, f.e.Size, logSpill, f.read, textWriter(f.v.snaps, f.e.Rev))
 	if err != nil {
 		f.text.release()
 		return nil, 0, snapErrno(f.v.log, "open", err)

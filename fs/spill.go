@@ -35,7 +35,7 @@ const (
 // spill failed, are served from memory as it is. err is read's error;
 // spillErr says why the text could not be written to a file, in which
 // case it is kept in memory for get.
-func (t *sharedText) spill(ctx context.Context, dir string, read func(context.Context) ([]byte, error)) (f *os.File, spillErr, err error) {
+func (t *sharedText) spill(ctx context.Context, dir string, size uint64, read func(context.Context) ([]byte, error), write writeText) (f *os.File, spillErr, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.file != nil {
@@ -45,6 +45,23 @@ func (t *sharedText) spill(ctx context.Context, dir string, read func(context.Co
 		// An open of this set is served from memory (its spill failed):
 		// the kernel would refuse a passthrough open beside it (EIO).
 		return nil, nil, nil
+	}
+	if t.data == nil && write != nil {
+		// Written straight to the file, a few MiB at a time, where the
+		// store can (a fulltext): never whole in memory.
+		if f, err := openUnlinked(dir, size); err == nil {
+			w := &spillWriter{f: f}
+			ok, err := write(ctx, w)
+			switch {
+			case ok && err == nil:
+				t.file = f
+				return f, nil, nil
+			case ok && w.err == nil:
+				f.Close()
+				return nil, nil, err // the store's error
+			}
+			f.Close() // not such a revision, or the file failed: as below
+		}
 	}
 	b := t.data
 	if b == nil {
@@ -61,20 +78,31 @@ func (t *sharedText) spill(ctx context.Context, dir string, read func(context.Co
 	return f, nil, nil
 }
 
+// writeText writes a revision's text to w, if the store can without
+// holding it whole (ok), else writes nothing and reports !ok.
+type writeText func(ctx context.Context, w io.WriterAt) (ok bool, err error)
+
+// spillWriter is the spilled file for a writeText, noting the file's own
+// failure (a full disk) apart from the store's.
+type spillWriter struct {
+	f   *os.File
+	err error
+}
+
+func (w *spillWriter) WriteAt(b []byte, off int64) (int, error) {
+	n, err := w.f.WriteAt(b, off)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return n, err
+}
+
 // writeUnlinked writes b to a new unlinked file in dir.
 func writeUnlinked(dir string, b []byte) (*os.File, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return nil, err
-	}
-	if avail := st.Bavail * uint64(st.Bsize); avail < uint64(len(b))+spillSlack {
-		return nil, fmt.Errorf("%d bytes free, not enough room for %d", avail, len(b))
-	}
-	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	f, err := openUnlinked(dir, uint64(len(b)))
 	if err != nil {
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), "spilled text")
 	if _, err := f.Write(b); err != nil {
 		f.Close()
 		return nil, err
@@ -82,16 +110,34 @@ func writeUnlinked(dir string, b []byte) (*os.File, error) {
 	return f, nil
 }
 
+// openUnlinked makes a new unlinked file in dir for a text of size
+// bytes, if dir's file system has room for it and spillSlack more.
+func openUnlinked(dir string, size uint64) (*os.File, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return nil, err
+	}
+	if avail := st.Bavail * uint64(st.Bsize); avail < size+spillSlack {
+		return nil, fmt.Errorf("%d bytes free, not enough room for %d", avail, size)
+	}
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "spilled text"), nil
+}
+
 // spilledOpen opens the text t of a read-only node for a handle: spilled
 // to a file of dir if it is spillMin bytes or more and dir is set, which
 // the handle then reads (or the kernel, through passthrough); in memory
-// otherwise (nil), read at the handle's first read. The caller counted
-// the open (t.open) and releases it if the returned errno is not 0.
-func (t *sharedText) spilledOpen(ctx context.Context, dir string, size uint64, log func(error), read func(context.Context) ([]byte, error)) (*os.File, error) {
+// otherwise (nil), read at the handle's first read. write, if not nil,
+// is tried first (see spill). The caller counted the open (t.open) and
+// releases it if the returned error is not nil.
+func (t *sharedText) spilledOpen(ctx context.Context, dir string, size uint64, log func(error), read func(context.Context) ([]byte, error), write writeText) (*os.File, error) {
 	if size < spillMin || dir == "" {
 		return nil, nil
 	}
-	f, spillErr, err := t.spill(ctx, dir, read)
+	f, spillErr, err := t.spill(ctx, dir, size, read, write)
 	if spillErr != nil {
 		log(spillErr)
 	}

@@ -3,6 +3,7 @@ package mount
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
@@ -96,6 +97,12 @@ func (h *historyView) Revision(ctx context.Context, id fs.FileID, rev index.Rev)
 func (h *historyView) Read(ctx context.Context, id index.RevID) ([]byte, error) {
 	b, err := h.st.Get(ctx, id)
 	return b, wrapCorrupt(err)
+}
+
+// WriteText implements fs.TextWriter.
+func (h *historyView) WriteText(ctx context.Context, id index.RevID, w io.WriterAt) (bool, error) {
+	ok, err := h.st.WriteText(ctx, id, w)
+	return ok, wrapCorrupt(err)
 }
 
 func revisionOf(f index.FileID, r objstore.Revision) fs.Revision {

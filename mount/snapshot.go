@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -283,6 +284,12 @@ func (s *snapshotter) Tree(ctx context.Context, h index.TreeHash) (*index.Tree, 
 func (s *snapshotter) Read(ctx context.Context, id index.RevID) ([]byte, error) {
 	b, err := s.st.Get(ctx, id)
 	return b, wrapCorrupt(err)
+}
+
+// WriteText implements fs.TextWriter.
+func (s *snapshotter) WriteText(ctx context.Context, id index.RevID, w io.WriterAt) (bool, error) {
+	ok, err := s.st.WriteText(ctx, id, w)
+	return ok, wrapCorrupt(err)
 }
 
 // The Controller of the control socket.

@@ -7,7 +7,8 @@
 # in the middle of the file in place, then opens the snapshot's copy
 # (timed: the open rebuilds it), reads it whole twice with cat (timed)
 # and compares it with the source, and prints the mount's RSS before the
-# open, while the file is open and after it is closed. With OLD_DELTAFS,
+# open, while the file is open and after it is closed, and the highest
+# RssAnon sampled every 20 ms during the open. With OLD_DELTAFS,
 # each round measures that build too, in turn, for a before/after pair.
 #
 #   go build -o /tmp/deltafs ./cmd/deltafs && go build -o /tmp/bench ./bench
@@ -35,7 +36,12 @@ one() { # one BIN LABEL
 	sync $W/mnt/big
 	local snap=$W/mnt/.snapshots/s/big rss0 rss1 rss2 t0 t1 t2 t3 t4 same=same
 	rss0=$(ps -o rss= -p $pid)
+	echo 5 >/proc/$pid/clear_refs
+	(while :; do awk '/RssAnon/ {print $2}' /proc/$pid/status; sleep 0.02; done >$W/anon) &
+	local sampler=$!
 	t0=$(now); exec 3<$snap; t1=$(now)
+	kill $sampler
+	wait $sampler 2>/dev/null
 	cat $snap >/dev/null; t2=$(now)
 	cat $snap >/dev/null; t3=$(now)
 	cmp -s $SRC $snap || same=DIFFERENT
@@ -44,7 +50,7 @@ one() { # one BIN LABEL
 	exec 3<&-
 	sleep 2
 	rss2=$(ps -o rss= -p $pid)
-	echo "$label | open $(secs $t0 $t1) s | first read $(secs $t1 $t2) s | second read $(secs $t2 $t3) s | RSS before $((rss0 / 1024)) MiB, open $((rss1 / 1024)) MiB, closed $((rss2 / 1024)) MiB | content $same"
+	echo "$label | open $(secs $t0 $t1) s | first read $(secs $t1 $t2) s | second read $(secs $t2 $t3) s | RSS before $((rss0 / 1024)) MiB, open $((rss1 / 1024)) MiB, closed $((rss2 / 1024)) MiB | peak RssAnon during the open $(($(sort -n $W/anon | tail -1) / 1024)) MiB | content $same"
 	$bin umount $W/mnt
 	wait $pid
 }
