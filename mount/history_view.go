@@ -99,6 +99,8 @@ func (h *historyView) Read(ctx context.Context, id index.RevID) ([]byte, error) 
 	return b, wrapCorrupt(err)
 }
 
+var _ fs.TextWriter = (*historyView)(nil)
+
 // WriteText implements fs.TextWriter.
 func (h *historyView) WriteText(ctx context.Context, id index.RevID, w io.WriterAt) (bool, error) {
 	ok, err := h.st.WriteText(ctx, id, w)

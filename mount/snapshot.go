@@ -286,6 +286,8 @@ func (s *snapshotter) Read(ctx context.Context, id index.RevID) ([]byte, error) 
 	return b, wrapCorrupt(err)
 }
 
+var _ fs.TextWriter = (*snapshotter)(nil)
+
 // WriteText implements fs.TextWriter.
 func (s *snapshotter) WriteText(ctx context.Context, id index.RevID, w io.WriterAt) (bool, error) {
 	ok, err := s.st.WriteText(ctx, id, w)

@@ -183,7 +183,7 @@ func decodeSpans(text []byte, spans []chunkSpan, dec *zstd.Decoder) error {
 		c := spans[i]
 		errs[i] = decodeChunk(text[c.textOff:c.textOff+c.textN:c.textOff+c.textN], c, dec)
 		if errs[i] != nil {
-			errs[i] = fmt.Errorf("chunk at %d: %w", c.textOff, errs[i])
+			errs[i] = fmt.Errorf("chunk at +%d: %w", c.textOff, errs[i])
 		}
 	})
 	return errors.Join(errs...)

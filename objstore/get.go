@@ -105,6 +105,7 @@ func (s *Store) rebuildOwned(ctx context.Context, want index.RevID, e index.Entr
 	if t, ok := cache.get(e.ID()); ok {
 		return t, false, nil
 	}
+	s.rebuiltBytes.Add(int64(e.Size))
 	chain, start, err := s.chain(want, e, cache)
 	if errors.Is(err, errGraph) {
 		return s.readGraph(ctx, want, e, cache)

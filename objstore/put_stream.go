@@ -143,11 +143,11 @@ func (s *Store) sameAs(ctx context.Context, id index.RevID, ce index.Entry, src 
 			fileBuf = make([]byte, len(text))
 		}
 		b := fileBuf[:len(text)]
-		if _, err := src.ReadAt(b, int64(off)); err != nil {
-			if !errors.Is(err, io.EOF) {
+		if n, err := src.ReadAt(b, int64(off)); n < len(b) {
+			if err != nil && !errors.Is(err, io.EOF) {
 				readErr = err
 			}
-			return errDiffers
+			return errDiffers // (shorter: a full read may come with io.EOF)
 		}
 		if !bytes.Equal(b, text) {
 			return errDiffers

@@ -423,7 +423,11 @@ func TestPutFromCopyDedupsInBlocks(t *testing.T) {
 		if !req.P1.IsNull() {
 			req.File = orig.File
 		}
+		rebuilt := s.rebuiltBytes.Load()
 		e := putFrom(t, s, "copy", src, int64(len(data)), req)
+		if n := s.rebuiltBytes.Load() - rebuilt; n != 0 {
+			t.Errorf("copy with parent %v: %d bytes rebuilt whole to compare, want none (the candidate is a chunked fulltext)", req.P1, n)
+		}
 		if e.Kind != index.KindDedup || e.Base != orig.ID() || e.P1 != req.P1 {
 			t.Fatalf("copy with parent %v: kind %v base %v p1 %v, want a dedup of %v", req.P1, e.Kind, e.Base, e.P1, orig.ID())
 		}

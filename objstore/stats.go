@@ -21,11 +21,12 @@ type Stats struct {
 	ByKind       map[string]int64 `json:"by_kind"`
 	CacheBytes   int64            `json:"cache_bytes"`
 	CacheEntries int              `json:"cache_entries"`
-	Puts         int64            `json:"puts"`         // since Open
-	Commits      int64            `json:"commits"`      // group commits (fsyncs) since Open
-	RecordsRead  int64            `json:"records_read"` // since Open, by reads, puts and Verify
-	BytesRead    int64            `json:"bytes_read"`   // stored bytes of those records
-	HashedBytes  int64            `json:"hashed_bytes"` // since Open, fulltext bytes hashed by puts and reads
+	Puts         int64            `json:"puts"`          // since Open
+	Commits      int64            `json:"commits"`       // group commits (fsyncs) since Open
+	RecordsRead  int64            `json:"records_read"`  // since Open, by reads, puts and Verify
+	BytesRead    int64            `json:"bytes_read"`    // stored bytes of those records
+	HashedBytes  int64            `json:"hashed_bytes"`  // since Open, fulltext bytes hashed by puts and reads
+	RebuiltBytes int64            `json:"rebuilt_bytes"` // since Open, fulltext bytes rebuilt whole in memory (not from a cache)
 }
 
 // ChainBucket counts revisions with chain length in [Min, Max].
@@ -76,7 +77,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	st.CacheBytes, st.CacheEntries = s.cache.size()
 	st.Puts, st.Commits = s.puts.Load(), s.commits.Load()
 	st.RecordsRead, st.BytesRead = s.readRecords.Load(), s.readBytes.Load()
-	st.HashedBytes = s.hashedBytes.Load()
+	st.HashedBytes, st.RebuiltBytes = s.hashedBytes.Load(), s.rebuiltBytes.Load()
 	return st, nil
 }
 

@@ -49,6 +49,7 @@ type Store struct {
 
 	readRecords, readBytes atomic.Int64 // segment records read since Open
 	hashedBytes            atomic.Int64 // fulltext bytes hashed by puts and reads since Open
+	rebuiltBytes           atomic.Int64 // fulltext bytes rebuilt whole in memory since Open
 
 	pmu         sync.RWMutex // pending (appended, not yet committed) entries
 	pending     map[index.RevID]index.Entry
