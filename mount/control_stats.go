@@ -21,6 +21,8 @@ type Stats struct {
 	ChainHist    []objstore.ChainBucket `json:"chain_histogram"`
 	ByKind       map[string]int64       `json:"by_kind"`
 	Mounted      bool                   `json:"mounted"` // answered by a running mount
+	// InterruptedRepack is the bytes a killed repack left in STORE/repack.
+	InterruptedRepack int64 `json:"interrupted_repack_bytes"`
 }
 
 // StoreStats gathers Stats from an open store (it walks the index, not
@@ -34,9 +36,14 @@ func StoreStats(ctx context.Context, st *objstore.Store) (Stats, error) {
 	if err := st.Snapshots(ctx, func(index.Snapshot) error { snaps++; return nil }); err != nil {
 		return Stats{}, err
 	}
+	left, err := st.InterruptedRepackBytes()
+	if err != nil {
+		return Stats{}, err
+	}
 	return Stats{
 		Files: s.Files, Revisions: s.Revisions, Snapshots: snaps,
 		LogicalBytes: s.LogicalBytes, StoredBytes: s.StoredBytes, SegmentBytes: s.SegmentBytes,
 		MaxChain: s.ChainMax, MeanChain: s.ChainMean, ChainHist: s.ChainHist, ByKind: s.ByKind,
+		InterruptedRepack: left,
 	}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -297,4 +298,29 @@ func swapSegments(dir, sdir string) error {
 		return err
 	}
 	return errors.Join(index.SyncDir(dir), index.SyncDir(sdir))
+}
+
+// InterruptedRepackBytes returns the bytes an interrupted repack left in
+// the store's shadow (STORE/repack): the next repack with the same
+// options resumes from them, any other discards them; 0 if there is no
+// shadow. A shadow ready to switch is not left over: Open finishes it.
+func (s *Store) InterruptedRepackBytes() (int64, error) {
+	var n int64
+	err := filepath.WalkDir(filepath.Join(s.dir, shadowName), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += info.Size()
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	return n, err
 }

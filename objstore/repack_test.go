@@ -365,11 +365,29 @@ func TestRepackResumes(t *testing.T) {
 		t.Errorf("a repack with other options resumed: %+v", other)
 	}
 	interrupt(RepackOptions{Reuse: ReuseNever})
+	leftOver := func() int64 {
+		s, err := Open(dir, Config{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		n, err := s.InterruptedRepackBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := leftOver(); n == 0 {
+		t.Error("an interrupted repack's shadow not reported")
+	}
 	rep := mustRepack(t, dir, RepackOptions{Reuse: ReuseNever})
 	if !rep.Resumed || rep.ResumedRevisions < 20 || rep.Redeltaed+rep.Unchanged+rep.ResumedRevisions != rep.Revisions {
 		t.Errorf("did not resume: %+v", rep)
 	}
 	h.check(t, dir)
+	if n := leftOver(); n != 0 {
+		t.Errorf("%d bytes of a finished repack reported as left over", n)
+	}
 }
 
 // TestOpenFinishesSwitch ends a repack's switch after each of its steps, as

@@ -57,5 +57,8 @@ stored bytes  %d (%s)
 segment bytes %d
 delta chains  max %d, mean %.1f
 `, st.Files, st.Revisions, st.Snapshots, st.LogicalBytes, st.StoredBytes, ratio, st.SegmentBytes, st.MaxChain, st.MeanChain)
+	if err == nil && st.InterruptedRepack > 0 {
+		_, err = fmt.Fprintf(w, "interrupted repack %d bytes in the store's repack/ (the next repack with the same options resumes it; any other discards it)\n", st.InterruptedRepack)
+	}
 	return err
 }
