@@ -3,49 +3,69 @@ package fs
 import (
 	"bytes"
 	"encoding/binary"
-	"syscall"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
 )
 
-// nameOfIno returns a name in directory dir whose inode number is ino,
-// other than skip, read from the directory's raw entries (no stat of
-// each); "" if there is none or dir cannot be read.
-func nameOfIno(dir string, ino uint64, skip string) string {
-	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return ""
-	}
-	defer syscall.Close(fd)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := syscall.Getdents(fd, buf)
-		if err != nil || n <= 0 {
-			return ""
-		}
-		if name := scanDirents(buf[:n], ino, skip); name != "" {
-			return name
-		}
-	}
+// dirent is a directory entry as getdents gives it.
+type dirent struct {
+	name string
+	ino  uint64
 }
 
-// scanDirents looks through raw linux_dirent64 records (inode number 8
-// bytes, offset 8, record length 2, type 1, then the name, NUL ended)
-// for ino under a name other than skip.
-func scanDirents(b []byte, ino uint64, skip string) string {
-	for len(b) >= 19 {
-		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-		if reclen < 19 || reclen > len(b) {
-			return ""
+// readDirents lists a directory's entries with their inode numbers,
+// without "." and "..".
+func readDirents(dir string) ([]dirent, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(fd)
+	var out []dirent
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
 		}
-		if binary.NativeEndian.Uint64(b[0:8]) == ino {
+		if err != nil {
+			return nil, &os.PathError{Op: "getdents", Path: dir, Err: err}
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+		for b := buf[:n]; len(b) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				return nil, fmt.Errorf("getdents %s: bad record length %d", dir, reclen)
+			}
 			name := b[19:reclen]
 			if i := bytes.IndexByte(name, 0); i >= 0 {
 				name = name[:i]
 			}
-			if s := string(name); s != skip && s != "." && s != ".." {
-				return s
+			if s := string(name); s != "." && s != ".." {
+				out = append(out, dirent{name: s, ino: binary.NativeEndian.Uint64(b[:8])})
 			}
+			b = b[reclen:]
 		}
-		b = b[reclen:]
+	}
+}
+
+// nameOfIno returns a name in directory dir whose inode number is ino,
+// other than skip, from the directory's raw entries (readDirents: no
+// stat of each); "" if there is none or dir cannot be read.
+func nameOfIno(dir string, ino uint64, skip string) string {
+	ents, err := readDirents(dir)
+	if err != nil {
+		return ""
+	}
+	for _, d := range ents {
+		if d.ino == ino && d.name != skip {
+			return d.name
+		}
 	}
 	return ""
 }

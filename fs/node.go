@@ -184,12 +184,3 @@ func newFdID(fd int) FileID {
 	}
 	return FileID{} // the live filesystem keeps no user xattrs
 }
-
-// isRegular reports whether the live path names a regular file.
-func isRegular(path string) (bool, uint32) {
-	var st syscall.Stat_t
-	if err := syscall.Lstat(path, &st); err != nil {
-		return false, 0
-	}
-	return st.Mode&syscall.S_IFMT == syscall.S_IFREG, uint32(st.Nlink)
-}

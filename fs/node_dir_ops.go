@@ -268,29 +268,25 @@ func (n *Node) renameEvent(name string, np *Node, newName string, flags uint32) 
 			ev.ID = readID(from)
 		}
 	}
-	if reg, nlink := isRegular(to); reg {
+	if syscall.Lstat(to, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG {
 		ev.Replaced = readID(to)
-		if nlink > 1 && !ev.Exchange && !ev.Replaced.IsZero() {
-			ev.ReplacedLivesAt = np.otherLink(newName, n, to)
+		if st.Nlink > 1 && !ev.Exchange && !ev.Replaced.IsZero() {
+			ev.ReplacedLivesAt = np.otherLink(newName, n, st.Ino)
 		}
 	}
 	return ev
 }
 
 // otherLink returns the path, below the root, of a name other than
-// child name of n that the file at path (n's child name) has in n or
-// in dir, found by inode number in their directory listings; "" if none.
-func (n *Node) otherLink(name string, dir *Node, path string) string {
-	var st syscall.Stat_t
-	if syscall.Lstat(path, &st) != nil {
-		return ""
-	}
+// child name of n that inode ino (n's child name) has in n or in dir,
+// found by inode number in their directory listings; "" if none.
+func (n *Node) otherLink(name string, dir *Node, ino uint64) string {
 	dirs := []*Node{n}
 	if dir != n {
 		dirs = append(dirs, dir)
 	}
 	for _, d := range dirs {
-		if other := nameOfIno(d.livePath(), st.Ino, name); other != "" {
+		if other := nameOfIno(d.livePath(), ino, name); other != "" {
 			return d.childRel(other)
 		}
 	}

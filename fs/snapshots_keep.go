@@ -1,11 +1,8 @@
 package fs
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/deltafs/deltafs/index"
@@ -129,49 +126,4 @@ func (w *walk) unstatted(prev *index.TreeEntry, d dirent, dirIno uint64) (index.
 	}
 	w.out.Stats.Kept++
 	return o, true
-}
-
-// dirent is a directory entry as getdents gives it.
-type dirent struct {
-	name string
-	ino  uint64
-}
-
-// readDirents lists a directory's entries with their inode numbers,
-// without "." and "..".
-func readDirents(dir string) ([]dirent, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
-	}
-	defer unix.Close(fd)
-	var out []dirent
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "getdents", Path: dir, Err: err}
-		}
-		if n <= 0 {
-			return out, nil
-		}
-		// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
-		for b := buf[:n]; len(b) >= 19; {
-			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-			if reclen < 19 || reclen > len(b) {
-				return nil, fmt.Errorf("getdents %s: bad record length %d", dir, reclen)
-			}
-			name := b[19:reclen]
-			if i := bytes.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			if s := string(name); s != "." && s != ".." {
-				out = append(out, dirent{name: s, ino: binary.NativeEndian.Uint64(b[:8])})
-			}
-			b = b[reclen:]
-		}
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
 	"github.com/deltafs/deltafs/objstore"
+	"golang.org/x/sys/unix"
 )
 
 // historian serves "deltafs log", "cat" and "restore" for one store, in a
@@ -323,23 +325,24 @@ func (h *historian) keepLiveChange(ctx context.Context, lf liveFile, fid index.F
 	if err != nil {
 		return err
 	}
+	f, err := os.OpenFile(lf.Path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
 	var st syscall.Stat_t
-	if err := syscall.Lstat(lf.Path, &st); err != nil {
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
 		return err
 	}
 	if uint64(st.Size) == e.Size {
-		want, err := h.st.Get(ctx, prev)
-		if err != nil {
-			return err
-		}
-		if same, err := sameContent(lf.Path, want); err != nil || same {
+		if same, err := storeHolds(ctx, h.st, e, io.NewSectionReader(f, 0, st.Size)); err != nil || same {
 			return err
 		}
 	}
 	if st.Size > maxRecordBytes {
 		return fmt.Errorf("%d bytes, more than the %d a revision may have", st.Size, int64(maxRecordBytes))
 	}
-	cur, err := os.ReadFile(lf.Path)
+	cur, err := objstore.ReadAll(f, st.Size)
 	if err != nil {
 		return err
 	}

@@ -30,10 +30,20 @@ func (s *Store) readChunked(want index.RevID, e *index.Entry) ([]byte, error) {
 
 // walkChunked reads and checks e's chunked record a group of chunks at a
 // time (readChunked): each group's text, of n bytes from text offset
-// off, is decoded into into(off, n) and then handed to got, if not nil.
+// off, is decoded into into(off, n) (nil: one buffer of the walk's own,
+// reused from group to group) and then handed to got, if not nil.
 // The record's checksum is checked at the end: what got saw is e's text
 // only if walkChunked returns nil. An error got returns ends the walk.
 func (s *Store) walkChunked(want index.RevID, e *index.Entry, into func(off, n uint64) []byte, got func(off uint64, text []byte) error) error {
+	if into == nil {
+		var buf []byte
+		into = func(_, n uint64) []byte {
+			if uint64(cap(buf)) < n {
+				buf = make([]byte, n)
+			}
+			return buf[:n]
+		}
+	}
 	if e.Stored < recOverhead+chunkHeaderLen || e.Stored > recOverhead+maxPayload {
 		return corrupt(want, e, fmt.Errorf("index gives a record of %d bytes", e.Stored))
 	}

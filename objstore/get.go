@@ -95,12 +95,9 @@ func (s *Store) rebuildOwned(ctx context.Context, want index.RevID, e index.Entr
 	if t, ok := cache.get(e.ID()); ok {
 		return t, false, nil
 	}
-	if e.Kind == index.KindDedup {
-		te, err := s.entry(e.Base)
-		if err != nil || te.Kind == index.KindDedup || te.Hash != e.Hash || te.Size != e.Size {
-			return nil, false, corrupt(want, &e, fmt.Errorf("bad dedup target %v: %v", e.Base, err))
-		}
-		e = te
+	e, err := s.dataEntry(want, e)
+	if err != nil {
+		return nil, false, err
 	}
 	if t, ok := cache.get(e.ID()); ok {
 		return t, false, nil
@@ -136,6 +133,20 @@ func (s *Store) rebuildOwned(ctx context.Context, want index.RevID, e index.Entr
 		s.putBuf(root)
 	}
 	return text, !cache.full.add(e.ID(), text), nil
+}
+
+// dataEntry returns the entry whose record holds e's text: e's own, or
+// for a dedup its target's, checked to be a revision with a record of
+// e's content.
+func (s *Store) dataEntry(want index.RevID, e index.Entry) (index.Entry, error) {
+	if e.Kind != index.KindDedup {
+		return e, nil
+	}
+	te, err := s.entry(e.Base)
+	if err != nil || te.Kind == index.KindDedup || te.Hash != e.Hash || te.Size != e.Size {
+		return index.Entry{}, corrupt(want, &e, fmt.Errorf("bad dedup target %v: %v", e.Base, err))
+	}
+	return te, nil
 }
 
 // checkHash checks a rebuilt text against e's content hash. A revision

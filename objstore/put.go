@@ -113,17 +113,10 @@ func (s *Store) PutNoWait(ctx context.Context, req PutRequest) (index.Entry, fun
 // prepare chooses how to store the revision and appends its record.
 // Called with wmu held.
 func (s *Store) prepare(ctx context.Context, req *PutRequest, data []byte, hash uint64) (index.Entry, index.FileMeta, error) {
-	meta, err := s.nextRevMeta(req.File)
+	e, meta, err := s.nextEntry(req, uint64(len(data)), hash)
 	if err != nil {
 		return index.Entry{}, index.FileMeta{}, err
 	}
-	for _, p := range []index.RevID{req.P1, req.P2} {
-		if _, err := s.checkRev(p); err != nil {
-			return index.Entry{}, index.FileMeta{}, fmt.Errorf("parent %v: %w", p, err)
-		}
-	}
-	e := index.Entry{File: req.File, Rev: index.Rev(meta.Revs), P1: req.P1, P2: req.P2,
-		Size: uint64(len(data)), Hash: hash, Time: revTime(req)}
 	found, err := s.dedup(ctx, &e, data)
 	if err != nil {
 		return index.Entry{}, index.FileMeta{}, err
@@ -139,6 +132,23 @@ func (s *Store) prepare(ctx context.Context, req *PutRequest, data []byte, hash 
 		meta.LastSnap, meta.HasSnap = e.Rev, true
 	}
 	return e, *meta, nil
+}
+
+// nextEntry returns the entry of req's revision, of size bytes and
+// content hash hash, before it is stored, and its file's metadata, once
+// the store takes a put and req's parents exist. Called with wmu held.
+func (s *Store) nextEntry(req *PutRequest, size, hash uint64) (index.Entry, *index.FileMeta, error) {
+	meta, err := s.nextRevMeta(req.File)
+	if err != nil {
+		return index.Entry{}, nil, err
+	}
+	for _, p := range []index.RevID{req.P1, req.P2} {
+		if _, err := s.checkRev(p); err != nil {
+			return index.Entry{}, nil, fmt.Errorf("parent %v: %w", p, err)
+		}
+	}
+	return index.Entry{File: req.File, Rev: index.Rev(meta.Revs), P1: req.P1, P2: req.P2,
+		Size: size, Hash: hash, Time: revTime(req)}, meta, nil
 }
 
 // named takes req.Name, if any, as the name of the file meta records.
@@ -232,11 +242,16 @@ func (s *Store) dedupWith(ctx context.Context, e *index.Entry, same func(id inde
 			}
 			continue // a hash collision, or unreadable: store separately
 		}
-		e.Kind, e.Base = index.KindDedup, id
-		e.ChainLen, e.ChainBytes, e.Seg, e.Off = ce.ChainLen, ce.ChainBytes, ce.Seg, ce.Off
+		dedupOf(e, id, ce)
 		return true, nil
 	}
 	return false, nil
+}
+
+// dedupOf makes e a dedup of revision id, whose entry is ce.
+func dedupOf(e *index.Entry, id index.RevID, ce index.Entry) {
+	e.Kind, e.Base = index.KindDedup, id
+	e.ChainLen, e.ChainBytes, e.Seg, e.Off = ce.ChainLen, ce.ChainBytes, ce.Seg, ce.Off
 }
 
 // keepLatest reports whether a put keeps its text of n bytes as the

@@ -88,20 +88,15 @@ func (s *Store) dedupFrom(ctx context.Context, req PutRequest, src io.ReaderAt, 
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if ce, err := s.entry(probe.Base); err != nil || ce.Hash != probe.Hash || ce.Size != probe.Size || ce.Seg != probe.Seg || ce.Off != probe.Off {
+	ce, err := s.entry(probe.Base)
+	if err != nil || ce.Hash != probe.Hash || ce.Size != probe.Size || ce.Seg != probe.Seg || ce.Off != probe.Off {
 		return index.Entry{}, nil, false, nil // moved or gone since (gc): put it whole
 	}
-	meta, err := s.nextRevMeta(req.File)
+	e, meta, err := s.nextEntry(&req, probe.Size, probe.Hash)
 	if err != nil {
 		return fail(err)
 	}
-	for _, p := range []index.RevID{req.P1, req.P2} {
-		if _, err := s.checkRev(p); err != nil {
-			return fail(fmt.Errorf("parent %v: %w", p, err))
-		}
-	}
-	e = probe
-	e.File, e.Rev, e.P1, e.P2, e.Time = req.File, index.Rev(meta.Revs), req.P1, req.P2, revTime(&req)
+	dedupOf(&e, probe.Base, ce)
 	meta.Revs++
 	named(meta, &req)
 	b := s.enqueue(e, *meta)
@@ -125,13 +120,7 @@ func (s *Store) sameAs(ctx context.Context, id index.RevID, ce index.Entry, src 
 		}
 		return sameBlocks(src, text)
 	}
-	var buf, fileBuf []byte
-	into := func(_, n uint64) []byte {
-		if uint64(cap(buf)) < n {
-			buf = make([]byte, n)
-		}
-		return buf[:n]
-	}
+	var fileBuf []byte
 	errDiffers := errors.New("differs")
 	var readErr error
 	got := func(off uint64, text []byte) error {
@@ -154,7 +143,7 @@ func (s *Store) sameAs(ctx context.Context, id index.RevID, ce index.Entry, src 
 		}
 		return nil
 	}
-	err := s.walkChunked(id, &ce, into, got)
+	err := s.walkChunked(id, &ce, nil, got)
 	switch {
 	case readErr != nil:
 		return false, readErr

@@ -22,22 +22,11 @@ func (s *Store) WriteText(ctx context.Context, id index.RevID, w io.WriterAt) (o
 	if err != nil {
 		return false, fmt.Errorf("objstore: get %v: %w", id, err)
 	}
-	if e.Kind == index.KindDedup {
-		te, err := s.entry(e.Base)
-		if err != nil || te.Kind == index.KindDedup || te.Hash != e.Hash || te.Size != e.Size {
-			return false, corrupt(id, &e, fmt.Errorf("bad dedup target %v: %v", e.Base, err))
-		}
-		e = te
+	if e, err = s.dataEntry(id, e); err != nil {
+		return false, err
 	}
 	if e.Kind != index.KindFull || e.Flags&index.FlagChunked == 0 || e.Flags&index.FlagDelta != 0 || !s.cfg.xxhash {
 		return false, nil // (a hash set by a test is checked by Get's path)
-	}
-	var buf []byte
-	into := func(_, n uint64) []byte {
-		if uint64(cap(buf)) < n {
-			buf = make([]byte, n)
-		}
-		return buf[:n]
 	}
 	sum := xxhash.New()
 	got := func(off uint64, text []byte) error {
@@ -48,7 +37,7 @@ func (s *Store) WriteText(ctx context.Context, id index.RevID, w io.WriterAt) (o
 		_, err := w.WriteAt(text, int64(off))
 		return err
 	}
-	if err := s.walkChunked(id, &e, into, got); err != nil {
+	if err := s.walkChunked(id, &e, nil, got); err != nil {
 		return true, err
 	}
 	s.hashedBytes.Add(int64(e.Size))

@@ -16,46 +16,35 @@
 set -u
 D=$1 B=$2 N=${3:-3} OLD=${4:-}
 W=$(mktemp -d)
-trap 'for b in $D $OLD; do $b umount $W/mnt 2>/dev/null; done; umount -l $W/mnt 2>/dev/null; wait; rm -rf $W' EXIT
-mkdir -p $W/src
-$B __child mount seqwrite -dir $W/src -size 1073741824 >/dev/null || exit 1
+. "$(dirname "$0")/rss_lib.sh"
+rss_setup 1073741824
 SRC=$W/src/data
 
 now() { date +%s.%N; }
 secs() { printf '%.2f' "$(echo "$2 - $1" | bc)"; }
 
 one() { # one BIN LABEL
-	local bin=$1 label=$2 pid
-	rm -rf $W/store $W/mnt && mkdir $W/mnt
-	$bin mount $W/store $W/mnt >$W/out 2>&1 &
-	pid=$!
-	for _ in $(seq 100); do grep -q ready $W/out 2>/dev/null && break; sleep 0.1; done
+	local bin=$1 label=$2
+	mount_new $bin
 	cp $SRC $W/mnt/big && sync $W/mnt/big
 	mkdir $W/mnt/.snapshots/s
 	printf changed | dd of=$W/mnt/big bs=1 seek=$((512 << 20)) conv=notrunc status=none
 	sync $W/mnt/big
-	local snap=$W/mnt/.snapshots/s/big rss0 rss1 rss2 t0 t1 t2 t3 t4 same=same
-	rss0=$(ps -o rss= -p $pid)
-	echo 5 >/proc/$pid/clear_refs
-	(while :; do awk '/RssAnon/ {print $2}' /proc/$pid/status; sleep 0.02; done >$W/anon) &
-	local sampler=$!
+	local snap=$W/mnt/.snapshots/s/big rss0 rss1 rss2 t0 t1 t2 t3 peak same=same
+	rss0=$(status_kib VmRSS)
+	sample_anon
 	t0=$(now); exec 3<$snap; t1=$(now)
-	kill $sampler
-	wait $sampler 2>/dev/null
+	peak=$(peak_anon_mib)
 	cat $snap >/dev/null; t2=$(now)
 	cat $snap >/dev/null; t3=$(now)
 	cmp -s $SRC $snap || same=DIFFERENT
 	sleep 1
-	rss1=$(ps -o rss= -p $pid)
+	rss1=$(status_kib VmRSS)
 	exec 3<&-
 	sleep 2
-	rss2=$(ps -o rss= -p $pid)
-	echo "$label | open $(secs $t0 $t1) s | first read $(secs $t1 $t2) s | second read $(secs $t2 $t3) s | RSS before $((rss0 / 1024)) MiB, open $((rss1 / 1024)) MiB, closed $((rss2 / 1024)) MiB | peak RssAnon during the open $(($(sort -n $W/anon | tail -1) / 1024)) MiB | content $same"
-	$bin umount $W/mnt
-	wait $pid
+	rss2=$(status_kib VmRSS)
+	echo "$label | open $(secs $t0 $t1) s | first read $(secs $t1 $t2) s | second read $(secs $t2 $t3) s | RSS before $((rss0 / 1024)) MiB, open $((rss1 / 1024)) MiB, closed $((rss2 / 1024)) MiB | peak RssAnon during the open $peak MiB | content $same"
+	unmount $bin
 }
 
-for r in $(seq $N); do
-	[ -n "$OLD" ] && one $OLD "round $r before"
-	one $D "round $r"
-done
+rounds
