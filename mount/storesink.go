@@ -367,7 +367,9 @@ func (s *storeSink) put(ctx context.Context, j *job) {
 		return
 	}
 	at := time.Now() // the revision's time: see objstore.PutRequest.Time
-	req := objstore.PutRequest{File: j.fid, P1: j.p1, P2: j.p2, Hints: j.hints, Time: at, Name: c.Path}
+	// A rewrite that changed no byte is no revision (SkipSame), but a
+	// restore is one, as the user asked, whatever it brings back.
+	req := objstore.PutRequest{File: j.fid, P1: j.p1, P2: j.p2, Hints: j.hints, Time: at, Name: c.Path, SkipSame: !j.restoring}
 	if c.Data != nil {
 		// Read at the report (fs.Change.Data).
 		req.Time, req.Data = c.DataTime, c.Data

@@ -25,8 +25,9 @@ const saveWindow = 5 * time.Minute
 // renamedOver applies the rename of live file r.ID over r.Replaced to
 // the id map: a file with no history yet, or a young one (saveWindow),
 // continues the replaced file's history (transfer); a young one's newest
-// content becomes that history's next revision, with its own newest
-// revision as second parent (a dedup of it: no data is stored again).
+// content becomes that history's next revision (unless it is that
+// history's newest content already), with its own newest revision as
+// second parent (a dedup of it: no data is stored again).
 //
 // A replaced file that lives on under another hard link (the rename's
 // ReplacedLivesAt) gets a history of its own there (forkMoved), also
@@ -70,7 +71,8 @@ func (s *storeSink) youngerThan(fid index.FileID, d time.Duration) bool {
 }
 
 // carryOver records the newest revision of store file from as the next
-// revision of fid, the history its live file now continues.
+// revision of fid, the history its live file now continues, unless it is
+// fid's newest content already (a save that changed nothing).
 func (s *storeSink) carryOver(ctx context.Context, fid, from index.FileID, path string) error {
 	src := s.prev(from)
 	if src.IsNull() {
@@ -86,7 +88,7 @@ func (s *storeSink) carryOver(ctx context.Context, fid, from index.FileID, path 
 	}
 	p1 := s.prev(fid)
 	ne, err := s.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: p1, P2: src,
-		Hints: []index.RevID{src}, Time: s.notBefore(p1, time.Unix(0, e.Time)), Name: path})
+		Hints: []index.RevID{src}, Time: s.notBefore(p1, time.Unix(0, e.Time)), Name: path, SkipSame: true})
 	if err != nil {
 		return fmt.Errorf("%s: continue the replaced file's history: %w", path, err)
 	}

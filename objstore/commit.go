@@ -32,6 +32,17 @@ func (s *Store) enqueue(e index.Entry, meta index.FileMeta) *batch {
 	return b
 }
 
+// enqueueFile adds file f's record, meta, to the open batch. Called with
+// wmu held.
+func (s *Store) enqueueFile(f index.FileID, meta index.FileMeta) *batch {
+	if s.open == nil {
+		s.open = &batch{done: make(chan struct{}), b: index.Batch{Files: map[index.FileID]index.FileMeta{}}}
+	}
+	s.open.b.Files[f] = meta
+	s.open.b.Tail = s.segs.tail()
+	return s.open
+}
+
 // wait makes b durable: whoever takes cmu first flushes the open batch, which
 // holds every put appended so far, so one fsync serves them all.
 func (s *Store) wait(b *batch) error {

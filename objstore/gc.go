@@ -205,12 +205,7 @@ func (rp *repacker) gcSkip(id index.RevID, sm index.FileMeta) (bool, error) {
 func (s *Store) enqueueMeta(f index.FileID, meta index.FileMeta) *batch {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if s.open == nil {
-		s.open = &batch{done: make(chan struct{}), b: index.Batch{Files: map[index.FileID]index.FileMeta{}}}
-	}
-	s.open.b.Files[f] = meta
-	s.open.b.Tail = s.segs.tail()
-	return s.open
+	return s.enqueueFile(f, meta)
 }
 
 // keptAncestor stands in for a parent that gc removes: its nearest

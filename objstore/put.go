@@ -47,6 +47,14 @@ type PutRequest struct {
 	// has the name it was made with). It costs nothing more: the put
 	// writes the record anyway.
 	Name string
+
+	// SkipSame makes a put whose text is exactly P1's, when P1 is File's
+	// newest revision (a rewrite that changed no byte: an editor's save
+	// of an unmodified buffer, tar or rsync of the same content), store
+	// nothing: the put returns P1's entry (its ID is P1) and only takes
+	// Name. The sizes and hashes are compared first (P1's hash, unless
+	// deferred), then the bytes.
+	SkipSame bool
 }
 
 // revTime returns the time to record for a revision put now from req.
@@ -94,6 +102,14 @@ func (s *Store) PutNoWait(ctx context.Context, req PutRequest) (index.Entry, fun
 	hash := s.cfg.hash(data)
 	s.hashedBytes.Add(int64(len(data)))
 	s.wmu.Lock()
+	if p, ok := s.newestSame(ctx, &req, uint64(len(data)), hash, func(id index.RevID, pe index.Entry) bool {
+		text, err := s.rebuild(ctx, id, pe, s.putCaches())
+		return err == nil && bytes.Equal(text, data)
+	}); ok {
+		commit := s.keepNewest(&req, p)
+		s.wmu.Unlock()
+		return p, commit, nil
+	}
 	e, meta, err := s.prepare(ctx, &req, data, hash)
 	if err != nil {
 		s.wmu.Unlock()
@@ -246,6 +262,45 @@ func (s *Store) dedupWith(ctx context.Context, e *index.Entry, same func(id inde
 		return true, nil
 	}
 	return false, nil
+}
+
+// newestSame returns the entry of req.P1 and true when req skips its put
+// (PutRequest.SkipSame): P1 is req.File's newest revision, of size bytes
+// and, unless its hash is deferred, of content hash hash, and same says
+// it holds the text. Called with wmu held.
+func (s *Store) newestSame(ctx context.Context, req *PutRequest, size, hash uint64, same func(index.RevID, index.Entry) bool) (index.Entry, bool) {
+	if !req.SkipSame || req.P1.IsNull() || req.P1.File != req.File || ctx.Err() != nil || s.canPut() != nil {
+		return index.Entry{}, false
+	}
+	meta, err := s.fileMeta(req.File)
+	if err != nil || meta.Revs == 0 || req.P1.Rev != index.Rev(meta.Revs-1) {
+		return index.Entry{}, false
+	}
+	p, err := s.entry(req.P1)
+	if err != nil || p.Size != size || p.Flags&index.FlagHashDeferred == 0 && p.Hash != hash {
+		return index.Entry{}, false
+	}
+	return p, same(req.P1, p)
+}
+
+// keepNewest ends a put that newestSame skipped: it takes req.Name and
+// returns the commit, which waits for p too while p is still pending
+// (appended by a put not yet durable). Called with wmu held.
+func (s *Store) keepNewest(req *PutRequest, p index.Entry) func() error {
+	meta, err := s.fileMeta(req.File)
+	if err != nil {
+		return func() error { return err }
+	}
+	s.pmu.RLock()
+	_, pending := s.pending[p.ID()]
+	s.pmu.RUnlock()
+	renamed := req.Name != "" && req.Name != meta.Name
+	if !pending && !renamed {
+		return func() error { return nil }
+	}
+	named(meta, req)
+	b := s.enqueueFile(req.File, *meta)
+	return func() error { return s.wait(b) }
 }
 
 // dedupOf makes e a dedup of revision id, whose entry is ce.

@@ -79,6 +79,9 @@ func (s *Store) dedupFrom(ctx context.Context, req PutRequest, src io.ReaderAt, 
 	}
 	s.hashedBytes.Add(size)
 	probe := index.Entry{Size: uint64(size), Hash: d.Sum64()}
+	if e, commit, ok := s.keepIfSame(ctx, &req, probe, src); ok {
+		return e, commit, true, nil
+	}
 	found, err := s.dedupWith(ctx, &probe, func(id index.RevID, ce index.Entry) (bool, error) { return s.sameAs(ctx, id, ce, src) })
 	if err != nil || !found {
 		if err != nil {
@@ -104,6 +107,38 @@ func (s *Store) dedupFrom(ctx context.Context, req PutRequest, src io.ReaderAt, 
 		s.latest.remove(index.RevID{File: e.File, Rev: e.Rev - 1})
 	}
 	return e, func() error { return s.wait(b) }, true, nil
+}
+
+// keepIfSame is dedupFrom's PutRequest.SkipSame: it ends the put of
+// src, of probe's size and hash, keeping req.P1 when that is the file's
+// newest revision with src's content, compared outside the write lock
+// (sameAs) and checked again under it.
+func (s *Store) keepIfSame(ctx context.Context, req *PutRequest, probe index.Entry, src io.ReaderAt) (index.Entry, func() error, bool) {
+	if !req.SkipSame {
+		return index.Entry{}, nil, false
+	}
+	// A parent whose hash is deferred is left to the put from the whole
+	// text, which compares it with the text it reads anyway.
+	var held index.Entry
+	s.wmu.Lock()
+	_, ok := s.newestSame(ctx, req, probe.Size, probe.Hash, func(_ index.RevID, pe index.Entry) bool {
+		held = pe
+		return pe.Flags&index.FlagHashDeferred == 0
+	})
+	s.wmu.Unlock()
+	if !ok {
+		return index.Entry{}, nil, false
+	}
+	if same, err := s.sameAs(ctx, req.P1, held, src); err != nil || !same {
+		return index.Entry{}, nil, false
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	p, ok := s.newestSame(ctx, req, probe.Size, probe.Hash, func(_ index.RevID, pe index.Entry) bool { return pe == held })
+	if !ok {
+		return index.Entry{}, nil, false // changed since: put it as usual
+	}
+	return p, s.keepNewest(req, p), true
 }
 
 // sameAs reports whether revision id (entry ce) holds exactly src's

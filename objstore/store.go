@@ -349,11 +349,7 @@ func (s *Store) SetName(f index.FileID, name string) error {
 		return err
 	}
 	meta.Name = name
-	if s.open == nil {
-		s.open = &batch{done: make(chan struct{}), b: index.Batch{Files: map[index.FileID]index.FileMeta{}}}
-	}
-	s.open.b.Files[f] = *meta
-	s.open.b.Tail = s.segs.tail()
+	s.enqueueFile(f, *meta)
 	s.wmu.Unlock()
 	return nil
 }
