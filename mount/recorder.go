@@ -93,7 +93,7 @@ type Recorder struct {
 	mu      sync.Mutex
 	queue   []Event
 	held    map[fs.FileID]*heldChange
-	last    map[fs.FileID]time.Time   // when a file's last change was queued
+	last    map[fs.FileID]time.Time   // when a file's last fsynced change was queued
 	seq     map[fs.FileID]uint64      // queue position of a file's last change
 	reads   map[fs.FileID]*readSignal // read signal of the event at seq, if a change
 	bound   map[fs.FileID]uint64      // queue position of the last rename of a file over another
@@ -198,7 +198,9 @@ func (r *Recorder) Changed(c fs.Change) {
 		r.held[k] = &heldChange{c: c, continues: cont, livesAt: livesAt, newDue: newDue, due: now.Add(wait), timer: time.AfterFunc(wait, func() { r.release(k) })}
 		return
 	}
-	r.last[k] = now
+	if c.Fsync {
+		r.last[k] = now // the interval runs from the last fsync recorded
+	}
 	r.pushChange(k, Event{Change: &c, Continues: cont, LivesAt: livesAt})
 }
 
@@ -266,7 +268,9 @@ func (r *Recorder) releaseLocked(k fs.FileID) {
 	}
 	h.timer.Stop()
 	delete(r.held, k)
-	r.last[k] = time.Now()
+	if h.c.Fsync {
+		r.last[k] = time.Now()
+	}
 	r.pushChange(k, Event{Change: &h.c, Continues: h.continues, LivesAt: h.livesAt})
 }
 

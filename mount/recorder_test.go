@@ -85,6 +85,29 @@ func TestRecorderCoalescesFsyncs(t *testing.T) {
 	}
 }
 
+// The fsync interval runs from the last fsync recorded, not from a
+// close: an editor's fsynced save soon after the file was last closed
+// is recorded at once, and only a second fsync within the interval is
+// held (and merged with what follows it).
+func TestRecorderCloseStartsNoFsyncInterval(t *testing.T) {
+	sink := &memSink{}
+	r := NewRecorder(sink, time.Hour, quiet())
+	id := fs.NewFileID()
+	r.Changed(fs.Change{Path: "f", ID: id, Size: 1})              // a close
+	r.Changed(fs.Change{Path: "f", ID: id, Size: 2, Fsync: true}) // a save, fsynced
+	r.Changed(fs.Change{Path: "f", ID: id, Size: 3, Fsync: true}) // held: within the interval
+	time.Sleep(50 * time.Millisecond)
+	if c := sink.changes(); len(c) != 2 || c[1].Size != 2 {
+		t.Fatalf("changes %+v, want the close and the first fsync", c)
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c := sink.changes(); len(c) != 3 || c[2].Size != 3 {
+		t.Fatalf("changes %+v, want the held fsync at the end", c)
+	}
+}
+
 func TestRecorderCloseReleasesHeldFsync(t *testing.T) {
 	sink := &memSink{}
 	r := NewRecorder(sink, time.Hour, quiet())
@@ -196,7 +219,7 @@ func TestRecorderFlushReleasesOneFile(t *testing.T) {
 	defer r.Close(context.Background())
 	a, b := fs.NewFileID(), fs.NewFileID()
 	r.Changed(fs.Change{Path: "a", ID: a, New: true, Size: 1})   // held: new-file grace
-	r.Changed(fs.Change{Path: "b", ID: b, Size: 1})              // queued
+	r.Changed(fs.Change{Path: "b", ID: b, Size: 1, Fsync: true}) // queued
 	r.Changed(fs.Change{Path: "b", ID: b, Size: 2, Fsync: true}) // held: fsync interval
 	if err := r.Flush(context.Background(), a); err != nil {
 		t.Fatal(err)
