@@ -1,6 +1,9 @@
 package delta
 
-import "fmt"
+import (
+	"fmt"
+	"io"
+)
 
 // ApplyInPlace applies delta d to the base held in buf, writing the target
 // over the base in buf itself, when it can do so without reading a byte it
@@ -25,17 +28,8 @@ func ApplyInPlace(buf, d []byte) ([]byte, bool, error) {
 	if c != CodecCopy || targetLen > uint64(cap(buf)) {
 		return buf, false, nil
 	}
-	var produced uint64
-	forward := true
-	err = walk(body, baseLen, targetLen, func(in instr) error {
-		if in.op == opCopy && uint64(in.off) < produced {
-			forward = false
-		}
-		produced += uint64(in.n)
-		return nil
-	})
-	if err != nil || !forward {
-		return buf, false, err
+	if !forward(body, baseLen, targetLen) {
+		return buf, false, walk(body, baseLen, targetLen, nil) // the error, if malformed
 	}
 	out := buf[:targetLen]
 	p := 0
@@ -54,4 +48,98 @@ func ApplyInPlace(buf, d []byte) ([]byte, bool, error) {
 		return nil
 	})
 	return out, true, nil
+}
+
+// ReadWriterAt is what ApplyInPlaceAt applies a delta in: a file.
+type ReadWriterAt interface {
+	io.ReaderAt
+	io.WriterAt
+}
+
+// ApplyInPlaceAt is ApplyInPlace over a base held in f, from its start,
+// of baseLen bytes: under the same condition (a CodecCopy delta whose
+// every copy reads from at or after the offset it writes to) it writes
+// the target over the base in f and returns its length and true. A copy
+// in place, as EncodeWrites makes for the bytes a write left alone,
+// costs nothing: only the inserted and run bytes are written, and the
+// bytes a copy moves, a block at a time. Bytes of f past the target's
+// length are left as they were: the caller cuts f. It returns false,
+// having written nothing, for any other delta; a malformed delta is an
+// error before anything is written, and an error of f's may leave f
+// with part of the target.
+//
+// It lets a big revision a few edits from its fulltext be rebuilt in a
+// file, in memory of the order of the edits, not of the text.
+func ApplyInPlaceAt(f ReadWriterAt, baseLen int64, d []byte) (int64, bool, error) {
+	body, c, bl, targetLen, err := parseHeader(d)
+	if err != nil {
+		return 0, false, err
+	}
+	if baseLen < 0 || bl != uint64(baseLen) {
+		return 0, false, fmt.Errorf("%w: delta wants %d bytes, got %d", ErrBaseMismatch, bl, baseLen)
+	}
+	if c != CodecCopy {
+		return 0, false, nil
+	}
+	if !forward(body, bl, targetLen) {
+		return 0, false, walk(body, bl, targetLen, nil) // the error, if malformed
+	}
+	var buf []byte
+	block := func(n int) []byte {
+		if buf == nil {
+			buf = make([]byte, 1<<20)
+		}
+		return buf[:min(n, len(buf))]
+	}
+	var p int64
+	err = walk(body, bl, targetLen, func(in instr) error {
+		defer func() { p += int64(in.n) }()
+		switch in.op {
+		case opInsert:
+			_, err := f.WriteAt(in.lit, p)
+			return err
+		case opRun:
+			fill(block(in.n), in.b)
+			for done := 0; done < in.n; {
+				b := block(in.n - done)
+				if _, err := f.WriteAt(b, p+int64(done)); err != nil {
+					return err
+				}
+				done += len(b)
+			}
+		case opCopy:
+			// Forward, a block at a time: a block written ends before the
+			// next one read begins (in.off >= p).
+			for done := 0; in.off != int(p) && done < in.n; {
+				b := block(in.n - done)
+				if err := readFull(f, b, int64(in.off+done)); err != nil {
+					return err
+				}
+				if _, err := f.WriteAt(b, p+int64(done)); err != nil {
+					return err
+				}
+				done += len(b)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, true, err
+	}
+	return int64(targetLen), true, nil
+}
+
+// forward reports whether CodecCopy body is well formed and reads every
+// copied byte from at or after where it writes it.
+func forward(body []byte, baseLen, targetLen uint64) bool {
+	var produced uint64
+	ok := true
+	err := walk(body, baseLen, targetLen, func(in instr) error {
+		if in.op == opCopy && uint64(in.off) < produced {
+			ok = false
+		}
+		produced += uint64(in.n)
+		return nil
+	})
+	return err == nil && ok
 }

@@ -35,6 +35,20 @@ func FuzzApply(f *testing.F) {
 		case !ok && !bytes.Equal(own, base):
 			t.Fatal("ApplyInPlace declined but changed the base")
 		}
+		// ApplyInPlaceAt over the base in a file agrees with ApplyInPlace
+		// on a delta Apply takes, and never takes one it refuses.
+		m := &memFile{bytes.Clone(base)}
+		n, fok, ferr := ApplyInPlaceAt(m, int64(len(base)), d)
+		switch {
+		case err != nil && fok && ferr == nil:
+			t.Fatalf("ApplyInPlaceAt took a delta Apply refuses (%v)", err)
+		case err == nil && (fok != ok || ferr != nil):
+			t.Fatalf("ApplyInPlaceAt: %v, %v; ApplyInPlace: %v", fok, ferr, ok)
+		case fok && ferr == nil && (n != int64(len(out)) || !bytes.Equal(m.b[:n], out)):
+			t.Fatal("ApplyInPlaceAt gave other bytes than Apply")
+		case !fok && !bytes.Equal(m.b, base):
+			t.Fatal("ApplyInPlaceAt declined but changed the base")
+		}
 		if err != nil {
 			return
 		}

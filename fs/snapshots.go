@@ -27,8 +27,10 @@ type Snapshots interface {
 
 // TextWriter is what a Snapshots or a History may also offer: write the
 // content of revision id to w from offset 0 without holding it whole in
-// memory, where it can (ok; else it writes nothing, and Read is used).
-// A big file's old text is copied into a file so (spill.go).
+// memory, where it can (ok; else w is discarded, and Read is used). A
+// big file's old text is copied into a file so (spill.go), which also
+// reads back and cuts to length (objstore.TextFile), so that a delta
+// can be applied over its base there.
 type TextWriter interface {
 	WriteText(ctx context.Context, id index.RevID, w io.WriterAt) (ok bool, err error)
 }

@@ -21,8 +21,11 @@ import (
 // kept it open (a 1 GiB file read from a snapshot: +1 GB); in a file it
 // is the page cache's, which the kernel reclaims, and the opens read it
 // through FUSE passthrough where the mount has it, at the speed of a
-// local file. The rebuild itself still holds the whole text in memory
-// while it runs (objstore.Store.Get). Where the file system lacks room
+// local file. Where the store can (TextWriter: a chunked fulltext, and
+// a delta on one whose copies never read behind where they write: the
+// mount's in-place writes, appends and truncations of a big file), the
+// text is written into the file a few MiB at a time; otherwise it is
+// rebuilt whole in memory first (objstore.Store.Get). Where the file system lacks room
 // (spillSlack beyond the text) or O_TMPFILE, the text stays in memory.
 const (
 	spillMin   = freeBigText
@@ -83,7 +86,8 @@ func (t *sharedText) spill(ctx context.Context, dir string, size uint64, read fu
 type writeText func(ctx context.Context, w io.WriterAt) (ok bool, err error)
 
 // spillWriter is the spilled file for a writeText, noting the file's own
-// failure (a full disk) apart from the store's.
+// failure (a full disk) apart from the store's. It reads back and cuts
+// too (objstore.TextFile), so that a delta revision can be rebuilt in it.
 type spillWriter struct {
 	f   *os.File
 	err error
@@ -91,10 +95,25 @@ type spillWriter struct {
 
 func (w *spillWriter) WriteAt(b []byte, off int64) (int, error) {
 	n, err := w.f.WriteAt(b, off)
+	return n, w.failed(err)
+}
+
+func (w *spillWriter) ReadAt(b []byte, off int64) (int, error) {
+	n, err := w.f.ReadAt(b, off)
+	if errors.Is(err, io.EOF) {
+		return n, err
+	}
+	return n, w.failed(err)
+}
+
+func (w *spillWriter) Truncate(size int64) error { return w.failed(w.f.Truncate(size)) }
+
+// failed notes err, the file's, if it is the first.
+func (w *spillWriter) failed(err error) error {
 	if err != nil && w.err == nil {
 		w.err = err
 	}
-	return n, err
+	return err
 }
 
 // writeUnlinked writes b to a new unlinked file in dir.

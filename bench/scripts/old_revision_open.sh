@@ -10,6 +10,8 @@
 # open, while the file is open and after it is closed, and the highest
 # RssAnon sampled every 20 ms during the open. With OLD_DELTAFS,
 # each round measures that build too, in turn, for a before/after pair.
+# With WHICH=changed, a second snapshot is taken after the change and its
+# copy is the one opened: a delta on the first revision, not a fulltext.
 #
 #   go build -o /tmp/deltafs ./cmd/deltafs && go build -o /tmp/bench ./bench
 #   sudo bench/scripts/old_revision_open.sh /tmp/deltafs /tmp/bench 3
@@ -19,6 +21,13 @@ W=$(mktemp -d)
 . "$(dirname "$0")/rss_lib.sh"
 rss_setup 1073741824
 SRC=$W/src/data
+WHICH=${WHICH:-first}
+WANT=$SRC
+if [ "$WHICH" = changed ]; then
+	WANT=$W/src/changed
+	cp $SRC $WANT
+	printf changed | dd of=$WANT bs=1 seek=$((512 << 20)) conv=notrunc status=none
+fi
 
 now() { date +%s.%N; }
 secs() { printf '%.2f' "$(echo "$2 - $1" | bc)"; }
@@ -30,20 +39,27 @@ one() { # one BIN LABEL
 	mkdir $W/mnt/.snapshots/s
 	printf changed | dd of=$W/mnt/big bs=1 seek=$((512 << 20)) conv=notrunc status=none
 	sync $W/mnt/big
-	local snap=$W/mnt/.snapshots/s/big rss0 rss1 rss2 t0 t1 t2 t3 peak same=same
+	local snap=$W/mnt/.snapshots/s/big
+	if [ "$WHICH" = changed ]; then
+		mkdir $W/mnt/.snapshots/s2
+		snap=$W/mnt/.snapshots/s2/big
+		echo small >$W/mnt/big # the snapshot's copy is no longer the live file's
+		sync $W/mnt/big
+	fi
+	local rss0 rss1 rss2 t0 t1 t2 t3 peak same=same
 	rss0=$(status_kib VmRSS)
 	sample_anon
 	t0=$(now); exec 3<$snap; t1=$(now)
 	peak=$(peak_anon_mib)
 	cat $snap >/dev/null; t2=$(now)
 	cat $snap >/dev/null; t3=$(now)
-	cmp -s $SRC $snap || same=DIFFERENT
+	cmp -s $WANT $snap || same=DIFFERENT
 	sleep 1
 	rss1=$(status_kib VmRSS)
 	exec 3<&-
 	sleep 2
 	rss2=$(status_kib VmRSS)
-	echo "$label | open $(secs $t0 $t1) s | first read $(secs $t1 $t2) s | second read $(secs $t2 $t3) s | RSS before $((rss0 / 1024)) MiB, open $((rss1 / 1024)) MiB, closed $((rss2 / 1024)) MiB | peak RssAnon during the open $peak MiB | content $same"
+	echo "$label ($WHICH revision) | open $(secs $t0 $t1) s | first read $(secs $t1 $t2) s | second read $(secs $t2 $t3) s | RSS before $((rss0 / 1024)) MiB, open $((rss1 / 1024)) MiB, closed $((rss2 / 1024)) MiB | peak RssAnon during the open $peak MiB | content $same"
 	unmount $bin
 }
 
