@@ -54,7 +54,11 @@ func (n *Node) dirtyingLocked() bool {
 	if n.sess == nil || n.sess.id.IsZero() || n.dirtied.Load() {
 		return false
 	}
-	n.fsys.rec.Dirtied(n.sess.id, n.relPath())
+	p := n.relPath()
+	if p == "" && n.sess.created {
+		p = n.createdAt // not linked yet: called from Create
+	}
+	n.fsys.rec.Dirtied(n.sess.id, p)
 	n.dirtied.Store(true)
 	return true
 }

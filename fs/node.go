@@ -52,6 +52,12 @@ type Node struct {
 	// noCap: the live file is known to have no security.capability
 	// (node_attr.go's Getxattr)
 	noCap atomic.Bool
+	// createdAt is the path Create made the file at: a passthrough
+	// writer's Dirtied comes from within Create, before the kernel links
+	// the inode (relPath is still ""), and the Recorder needs the path
+	// (a save's new file continues the history of the file that left
+	// it). Guarded by mu.
+	createdAt string
 }
 
 // waitRecorded waits until the recorder has read (ReadWaiter) or else

@@ -182,6 +182,9 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if flags&syscall.O_EXCL != 0 {
 		child.noCap.Store(true) // made by this open: no attributes but our own
 	}
+	child.mu.Lock()
+	child.createdAt = n.childRel(name)
+	child.mu.Unlock()
 	return ch, child.openHandle(fd, flags, &st, id, -1, mustDropPrivs(ctx, st.Mode)), 0, 0
 }
 

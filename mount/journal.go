@@ -292,8 +292,9 @@ func (j *journal) writeLocked(b []byte) {
 }
 
 // dirtied notes that id's live file is about to change (fs.Recorder's
-// Dirtied): a record the first time, a counter after.
-func (j *journal) dirtied(id fs.FileID, path string) {
+// Dirtied): a record the first time, with cont, if not zero, as the file
+// whose history it continues; a counter after.
+func (j *journal) dirtied(id fs.FileID, path string, cont fs.FileID) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if p := j.pending[id]; p != nil {
@@ -301,6 +302,10 @@ func (j *journal) dirtied(id fs.FileID, path string) {
 		return
 	}
 	j.addLocked(id, path)
+	if !cont.IsZero() {
+		j.pending[id].continues = cont
+		j.appendLocked(recCont, id, cont[:])
+	}
 }
 
 // addLocked makes id, not pending, pending at path.

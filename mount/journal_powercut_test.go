@@ -33,7 +33,7 @@ func TestJournalSurvivesPowerCut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		j.dirtied(fid(1), "a")
+		j.dirtied(fid(1), "a", fs.FileID{})
 		if compact {
 			j.sync()
 			j.mu.Lock()
@@ -43,12 +43,12 @@ func TestJournalSurvivesPowerCut(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		j.dirtied(fid(2), "b")
+		j.dirtied(fid(2), "b", fs.FileID{})
 		j.sync()
 		unsynced := map[fs.FileID]map[string]bool{} // the paths written of each
 		for k := range 500 {                        // ~20 KiB: sectors torn mid-entry
 			id, p := fid(byte(10+k%200)), fmt.Sprintf("unsynced/%d/%s", k, strings.Repeat("x", k%40))
-			j.dirtied(id, p)
+			j.dirtied(id, p, fs.FileID{})
 			if unsynced[id] == nil {
 				unsynced[id] = map[string]bool{}
 			}

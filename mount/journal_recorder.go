@@ -25,11 +25,14 @@ var (
 	_ fs.QuietRecorder = journaled{}
 )
 
-// Dirtied journals id before its live file changes, and keeps a held
-// change of id from being read under the writer (Recorder.dirtied).
+// Dirtied journals id before its live file changes, with the file that
+// left its path lately, whose history a new file there continues
+// (vacated.go), so that the redo after a crash continues it too; and
+// keeps a held change of id from being read under the writer
+// (Recorder.dirtied).
 func (r journaled) Dirtied(id fs.FileID, path string) {
 	if r.j != nil {
-		r.j.dirtied(id, path)
+		r.j.dirtied(id, path, r.Recorder.leftBy(path, id))
 	}
 	r.Recorder.dirtied(id)
 }

@@ -204,8 +204,9 @@ func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string, trustSt
 	s := r.ls.sink
 	fid, known := s.ids[id]
 	if cont := r.j.continues(id); !known && !cont.IsZero() {
-		// An atomic save that died before its rename was recorded:
-		// continue the replaced file's history, as the sink would have.
+		// An atomic save that died before its rename was recorded, or
+		// the new file of a save that left its path (vacated.go): continue
+		// the history of the file it replaced, as the sink would have.
 		if fid, known = s.ids[cont]; known {
 			if err := s.transfer(id, cont, fid); err != nil {
 				return err

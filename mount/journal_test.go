@@ -26,14 +26,14 @@ func TestJournalReplayTornTailAndCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.dirtied(fid(1), "x/a")
-	j.dirtied(fid(2), "b")
-	j.dirtied(fid(1), "x/a") // a second session: no record
+	j.dirtied(fid(1), "x/a", fs.FileID{})
+	j.dirtied(fid(2), "b", fs.FileID{})
+	j.dirtied(fid(1), "x/a", fs.FileID{}) // a second session: no record
 	j.renamed(fs.Rename{From: "b", To: "c", ID: fid(2), Replaced: fid(4)})
 	j.renamed(fs.Rename{From: "x", To: "y", Dir: true})
-	j.dirtied(fid(3), "e")
+	j.dirtied(fid(3), "e", fs.FileID{})
 	j.redone(fid(3), 1)
-	j.dirtied(fid(5), "f")
+	j.dirtied(fid(5), "f", fs.FileID{})
 	j.redone(fid(5), 0)                 // dirtied again since the redo started: stays
 	if err := j.f.Close(); err != nil { // a killed mount: no compaction
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestJournalReplayTornTailAndCompaction(t *testing.T) {
 	}
 	for i := range 20_000 {
 		id := fs.NewFileID()
-		j.dirtied(id, "some/longer/path/to/a/file")
+		j.dirtied(id, "some/longer/path/to/a/file", fs.FileID{})
 		j.redone(id, 1)
 		if i%5000 == 0 {
 			j.reported(&fs.Change{ID: id})
@@ -126,32 +126,32 @@ func TestRedoAtMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	newA := testutil.Bytes(100, 30_000)
-	j.dirtied(ida, "a")
+	j.dirtied(ida, "a", fs.FileID{})
 	writeLive(t, lp("a"), newA)
-	j.dirtied(idb, "b") // dirtied, never changed
+	j.dirtied(idb, "b", fs.FileID{}) // dirtied, never changed
 	idm, newM := idOf("m"), testutil.Bytes(104, 20_000)
-	j.dirtied(idm, "m") // same size, mtime set back (tar, cp -p): only the ctime tells
+	j.dirtied(idm, "m", fs.FileID{}) // same size, mtime set back (tar, cp -p): only the ctime tells
 	writeLive(t, lp("m"), newM)
 	old := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	if err := os.Chtimes(lp("m"), old, old); err != nil {
 		t.Fatal(err)
 	}
-	j.dirtied(idx, "d/x")
+	j.dirtied(idx, "d/x", fs.FileID{})
 	newX := testutil.Bytes(101, 20_000)
 	writeLive(t, lp("d/x"), newX)
 	if err := os.Rename(lp("d/x"), lp("x2")); err != nil { // the journal missed it
 		t.Fatal(err)
 	}
-	j.dirtied(idgone, "gone")
+	j.dirtied(idgone, "gone", fs.FileID{})
 	os.Remove(lp("gone"))
 	idt, newC := fs.NewFileID(), testutil.Bytes(102, 20_000)
-	j.dirtied(idt, "c.tmp")
+	j.dirtied(idt, "c.tmp", fs.FileID{})
 	writeLive(t, lp("c.tmp"), newC)
 	unix.Setxattr(lp("c.tmp"), fs.XattrID, idt[:], 0)
 	os.Rename(lp("c.tmp"), lp("c"))
 	j.renamed(fs.Rename{From: "c.tmp", To: "c", ID: idt, Replaced: idc})
 	idn, newN := fs.NewFileID(), testutil.Bytes(103, 5_000)
-	j.dirtied(idn, "n")
+	j.dirtied(idn, "n", fs.FileID{})
 	writeLive(t, lp("n"), newN)
 	unix.Setxattr(lp("n"), fs.XattrID, idn[:], 0)
 	j.f.Close() // killed: no compaction
@@ -304,7 +304,7 @@ func BenchmarkJournalSession(b *testing.B) {
 	defer reportCPU(b)()
 	for i := range b.N {
 		c := fs.Change{ID: ids[i%len(ids)], Content: content}
-		j.dirtied(c.ID, "src/pkg/some/file.go")
+		j.dirtied(c.ID, "src/pkg/some/file.go", fs.FileID{})
 		j.reported(&c)
 		j.recorded(&c, true)
 	}

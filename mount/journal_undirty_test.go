@@ -123,15 +123,15 @@ func TestJournalUndirtied(t *testing.T) {
 		return c
 	}
 
-	j.dirtied(fid(1), "a") // a writer that never writes: clean at once
+	j.dirtied(fid(1), "a", fs.FileID{}) // a writer that never writes: clean at once
 	j.undirtied(fid(1))
 	if pending(fid(1)) {
 		t.Fatal("a Dirtied taken back at once: still pending")
 	}
 
-	j.dirtied(fid(2), "b") // recorded after the take-back
+	j.dirtied(fid(2), "b", fs.FileID{}) // recorded after the take-back
 	c := change(fid(2))
-	j.dirtied(fid(2), "b")
+	j.dirtied(fid(2), "b", fs.FileID{})
 	j.undirtied(fid(2))
 	if !pending(fid(2)) {
 		t.Fatal("taken back before the fsync's revision is recorded: clean too early")
@@ -141,9 +141,9 @@ func TestJournalUndirtied(t *testing.T) {
 		t.Fatal("fsync's revision recorded after the take-back: still pending")
 	}
 
-	j.dirtied(fid(3), "c") // recorded before the take-back
+	j.dirtied(fid(3), "c", fs.FileID{}) // recorded before the take-back
 	c = change(fid(3))
-	j.dirtied(fid(3), "c")
+	j.dirtied(fid(3), "c", fs.FileID{})
 	j.recorded(c, true)
 	if !pending(fid(3)) {
 		t.Fatal("a writer still open after the recorded fsync: clean too early")
@@ -153,9 +153,9 @@ func TestJournalUndirtied(t *testing.T) {
 		t.Fatal("fsync's revision recorded before the take-back: still pending")
 	}
 
-	j.dirtied(fid(4), "d") // the recording failed
+	j.dirtied(fid(4), "d", fs.FileID{}) // the recording failed
 	c = change(fid(4))
-	j.dirtied(fid(4), "d")
+	j.dirtied(fid(4), "d", fs.FileID{})
 	j.recorded(c, false)
 	j.undirtied(fid(4))
 	if !pending(fid(4)) {
@@ -165,7 +165,7 @@ func TestJournalUndirtied(t *testing.T) {
 	j.mu.Lock()
 	j.pending[fid(5)] = &pendingFile{path: "e"} // named at the mount's start
 	j.mu.Unlock()
-	j.dirtied(fid(5), "e")
+	j.dirtied(fid(5), "e", fs.FileID{})
 	j.undirtied(fid(5))
 	if !pending(fid(5)) {
 		t.Fatal("a file pending from the last mount: clean before its redo")

@@ -96,6 +96,10 @@ type liveRevs struct {
 	// through this mount is recorded in a durable revision (the pending
 	// journal has no entry for it): see unchanged.
 	clean func(fs.FileID) bool
+	// successor, if set, is Recorder.Successor: the file whose history
+	// a file with none continues (a save that left the path and made a
+	// new file there, still open for writing), and where that one lives.
+	successor func(path string, id fs.FileID) (fs.FileID, string)
 	// read counts the bytes read from live files (to compare or record
 	// them); tests check that a snapshot reads what changed, no more.
 	read atomic.Int64
@@ -111,7 +115,7 @@ func (r *liveRevs) Tree(ctx context.Context, h index.TreeHash) (*index.Tree, err
 
 // Revision implements fs.Revisions. The caller holds r.ls.mu: the
 // snapshotter holds it for the whole build (snapshotter.hold).
-func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size int64) (index.RevID, int64, error) {
+func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size int64) (_ index.RevID, _ int64, err error) {
 	if size > maxRecordBytes {
 		return index.NullRev, size, nil
 	}
@@ -133,6 +137,28 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 		// (storeSink.stage), not the first of a new store file; record
 		// binds it.
 		fid = s.adopting[id]
+	}
+	if !known && fid == 0 && !id.IsZero() && r.successor != nil {
+		// The new file of a save still being written: the history of
+		// the file that left its path, as its report would continue it.
+		if old, livesAt := r.successor(r.rel(path), id); !old.IsZero() && s.ids[old] != 0 {
+			fid = s.ids[old]
+			if err := s.transfer(id, old, fid); err != nil {
+				return index.RevID{}, 0, err
+			}
+			known = true
+			delete(r.ls.reserved, id) // stays unused (see reservePending)
+			if livesAt != "" {
+				// The file that left lives on (vim's f~ with 'backup'
+				// set): a history of its own there, as the recorder
+				// gives it.
+				defer func() {
+					if err == nil && s.ids[old] == 0 {
+						err = s.forkMoved(ctx, old, livesAt)
+					}
+				}()
+			}
+		}
 	}
 	var prev index.RevID
 	if known || fid != 0 {

@@ -15,6 +15,7 @@ import (
 // builder, and the automatic snapshots.
 type snapshotParts struct {
 	snap     *snapshotter
+	revs     *liveRevs       // nil on a read-only mount
 	reserve  func() error    // store files for the pending files (reservePending)
 	hist     *historian      // log, cat and restore on the control socket
 	tree     *fs.TreeBuilder // nil on a read-only mount
@@ -33,6 +34,7 @@ func newSnapshotParts(st *objstore.Store, live string, ls *lockedSink, jnl *jour
 	if ls != nil {
 		p.tree = fs.NewTreeBuilder(live)
 		revs := &liveRevs{st: st, ls: ls, live: live}
+		p.revs = revs
 		if jnl != nil {
 			revs.clean = jnl.clean
 			p.reserve = func() error { return ls.reservePending(jnl) }
@@ -56,6 +58,9 @@ func (p *snapshotParts) fsConfig(c fs.Config) fs.Config {
 // recorder, and take the open writers of fsys.
 func (p *snapshotParts) prepareWith(rec *Recorder, fsys *fs.FS) {
 	p.hist.rec, p.hist.waitClosed = rec, fsys.WaitFileReleases
+	if p.revs != nil {
+		p.revs.successor = rec.Successor
+	}
 	p.hist.writing = func(ino uint64) bool {
 		for _, w := range fsys.Writers() {
 			if w.Node == ino {

@@ -279,7 +279,7 @@ func BenchmarkRecordSmallNewFiles(b *testing.B) {
 		data := sourceText(uint64(i))
 		c := fs.Change{Path: fmt.Sprintf("pkg%02d/file%d.go", i%25, i), ID: fs.NewFileID(), Size: int64(len(data)), New: true,
 			Data: data, DataTime: time.Now(), Report: uint64(i + 1)}
-		jnl.dirtied(c.ID, c.Path)
+		jnl.dirtied(c.ID, c.Path, fs.FileID{})
 		jnl.reported(&c)
 		evs[i], total = Event{Change: &c}, total+int64(len(data))
 	}

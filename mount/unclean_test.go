@@ -300,7 +300,7 @@ func TestUncleanMountAfterRestartReadsEveryFile(t *testing.T) {
 		t.Helper()
 		j, err := openJournal(filepath.Join(store, journalFile), quiet())
 		mustDo(t, err)
-		j.dirtied(liveID(lp("b")), "b")
+		j.dirtied(liveID(lp("b")), "b", fs.FileID{})
 		j.f.Close() // killed: no compaction
 		mustDo(t, os.WriteFile(filepath.Join(store, mountedFile), []byte(mark), 0o600))
 		// Offline verify counts as pending what the next mount records.
@@ -372,7 +372,7 @@ func TestUncleanMountGivesBackALostFileID(t *testing.T) {
 	mustDo(t, os.WriteFile(lp("app.log"), []byte("a new log\n"), 0o644))
 	j, err := openJournal(filepath.Join(store, journalFile), quiet())
 	mustDo(t, err)
-	j.dirtied(logID, "app.log")
+	j.dirtied(logID, "app.log", fs.FileID{})
 	j.f.Close() // killed: no compaction
 	mustDo(t, os.WriteFile(filepath.Join(store, mountedFile), []byte(bootID()), 0o600))
 	l = start(t, store)

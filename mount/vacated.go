@@ -18,9 +18,13 @@ import (
 // file that left (Event.Continues, as a temp file renamed over the
 // original does): its first revision is a delta against the old content.
 //
-// The memory is the Recorder's alone, not kept across mounts: a file made
-// at a vacated path after a remount starts a history of its own (as one
-// whose change dies with the mount and is redone, journal_redo.go).
+// The memory is the Recorder's, not kept across mounts: a file made at a
+// vacated path after a remount starts a history of its own. The pending
+// journal notes, at the new file's first write, which file it follows
+// (leftBy), so that a mount killed before the new file's change was
+// recorded still has its redo continue that history (journal_redo.go);
+// and a snapshot taken while the new file is still being written takes
+// the path for it (Successor, liveRevs.Revision).
 
 // vacateWindow is how long a vacated path waits for its successor, from
 // the departure to the new file's first report (at its close or fsync).
@@ -146,6 +150,32 @@ func (r *Recorder) succeed(path string, id fs.FileID, now time.Time) (fs.FileID,
 	}
 	r.releaseLocked(v.id)
 	return v.id, v.to
+}
+
+// Successor is succeed for a snapshot that records new file id, at
+// path, before the file's first report (liveRevs.Revision: a file still
+// open for writing): the file it continues, if any, and where that one
+// lives on. The path is then taken, and the file's own report later
+// continues nothing: it is bound to the history by then.
+func (r *Recorder) Successor(path string, id fs.FileID) (fs.FileID, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.succeed(path, id, time.Now())
+}
+
+// leftBy returns the file that left path less than vacateWindow ago,
+// unless it is id: the file whose history a new file id made there
+// continues, once its first report takes the path (succeed). The
+// journal notes it at the new file's first write, for a redo after a
+// crash, when the Recorder's memory is gone.
+func (r *Recorder) leftBy(path string, id fs.FileID) fs.FileID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.vac.byPath[path]
+	if !ok || e.id == id || time.Since(e.at) >= r.vac.window {
+		return fs.FileID{}
+	}
+	return e.id
 }
 
 // renamedPaths keeps the vacated paths in step with rename ev, with r.mu

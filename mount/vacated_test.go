@@ -377,3 +377,52 @@ func lens(ss []string) []int {
 	}
 	return n
 }
+
+// A snapshot taken while the new file of such a save is still open for
+// writing (Vim's writebackup, git's rm and create) records it in the
+// history of the file that left its path, as its close would have: the
+// path keeps its whole history, through the snapshot, the close and gc.
+func TestSnapshotDuringSaveContinuesTheHistory(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	p := func(n string) string { return filepath.Join(l.mnt, n) }
+	base := textOfLines(3, 2000)
+	for i, name := range []string{"vim", "git"} {
+		writeFile(t, p(name), base)
+		l.recorded(t, uint64(2*i+1)) // not merged with the next change (a new file's grace)
+		appendFile(t, p(name), "v2\n")
+		l.recorded(t, uint64(2*i+2))
+	}
+	mustDo(t, os.Rename(p("vim"), p("vim~")))
+	mustDo(t, os.Remove(p("git")))
+	var open []*os.File
+	for _, name := range []string{"vim", "git"} {
+		f, err := os.OpenFile(p(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		mustDo(t, err)
+		_, err = f.WriteString(base + "v2\nv3\n")
+		mustDo(t, err)
+		open = append(open, f)
+	}
+	mustDo(t, os.Mkdir(p(".snapshots/during"), 0o755))
+	for _, f := range open {
+		mustDo(t, f.Close())
+	}
+	mustDo(t, os.Remove(p("vim~")))
+	l.recorded(t, 6)
+	want := []string{base, base + "v2\n", base + "v2\nv3\n"}
+	for _, name := range []string{"vim", "git"} {
+		if _, got := history(t, l.mnt, name); !equal(got, want) {
+			t.Errorf(".history/%s: %d revisions %v, want the path's 3", name, len(got), lens(got))
+		}
+		if got, err := os.ReadFile(p(".snapshots/during/" + name)); err != nil || string(got) != want[2] {
+			t.Errorf("the snapshot's %s: %d bytes (%v), want the new content", name, len(got), err)
+		}
+	}
+	l.stop(t)
+	gcStore(t, store)
+	for _, name := range []string{"vim", "git"} {
+		if h := historyAt(t, store, name); !equal(h, want) {
+			t.Errorf("after gc, %s has %d revisions, want 3", name, len(h))
+		}
+	}
+}
