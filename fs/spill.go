@@ -58,6 +58,7 @@ func (t *sharedText) spill(ctx context.Context, dir string, size uint64, read fu
 			switch {
 			case ok && err == nil:
 				t.file = f
+				freeSoon() // the copy's buffers, a few MiB to tens
 				return f, nil, nil
 			case ok && w.err == nil:
 				f.Close()
