@@ -98,6 +98,7 @@ type Recorder struct {
 	reads   map[fs.FileID]*readSignal // read signal of the event at seq, if a change
 	bound   map[fs.FileID]uint64      // queue position of the last rename of a file over another
 	vac     vacated                   // paths files left lately (vacated.go)
+	births  births                    // when new files were first reported (vacated.go)
 	moves   moves                     // which files may have moved (Event.Moved)
 	reports uint64                    // Changed calls so far
 	enq     uint64                    // events queued so far
@@ -140,7 +141,7 @@ func NewRecorder(sink Sink, interval time.Duration, log *slog.Logger) *Recorder 
 		held: map[fs.FileID]*heldChange{}, last: map[fs.FileID]time.Time{}, seq: map[fs.FileID]uint64{}, bound: map[fs.FileID]uint64{},
 		reads: map[fs.FileID]*readSignal{},
 		wake:  make(chan struct{}, 1), urgent: make(chan struct{}, 1), exited: make(chan struct{}),
-		vac: vacated{window: vacateWindow},
+		vac: vacated{window: vacateWindow}, births: births{window: saveWindow},
 	}
 	if is, ok := sink.(IgnoringSink); ok {
 		r.ignores = is.Ignores
@@ -179,6 +180,9 @@ func (r *Recorder) Changed(c fs.Change) {
 		}
 	}
 	r.vac.changed(c.ID)
+	if c.New {
+		r.births.born(c.ID, now)
+	}
 	if c.New && cont.IsZero() && !c.ID.IsZero() {
 		cont, livesAt = r.succeed(c.Path, c.ID, now)
 	}

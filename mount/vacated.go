@@ -179,21 +179,61 @@ func (r *Recorder) leftBy(path string, id fs.FileID) fs.FileID {
 }
 
 // renamedPaths keeps the vacated paths in step with rename ev, with r.mu
-// held. A rename over another file is a save's last step, not a
-// departure: its source is a temp name, whose next temp file is not the
-// saved file's successor.
+// held. A young file renamed over another (born lately, see
+// births) is an atomic save's temp file: the save's last step, not a
+// departure, as its next temp file is not the saved file's successor.
+// An older one renamed over another departs as any renamed file does:
+// Emacs renames f over the backup f~ an earlier session left, and then
+// writes a new f, which continues f's history.
 func (r *Recorder) renamedPaths(ev fs.Rename) {
 	switch {
 	case ev.Dir:
 		r.vac.movedDir(ev.From)
 		r.vac.movedDir(ev.To)
-	case ev.Exchange || ev.ID.IsZero() || !ev.Replaced.IsZero():
+	case ev.Exchange || ev.ID.IsZero() || !ev.Replaced.IsZero() && r.births.young(ev.ID, time.Now()):
 		r.vac.forget(ev.From)
 		r.vac.forget(ev.To)
 	default:
 		r.vac.forget(ev.To)
 		r.vac.left(ev.From, ev.ID, ev.To, time.Now())
 	}
+}
+
+// maxBirths caps the new files births remembers: past it, the oldest are
+// forgotten and taken for old files (a file forgotten so and then
+// renamed over another leaves its path for a successor, which costs
+// nothing unless a new file is made there within vacateWindow).
+const maxBirths = 1 << 14
+
+// births remembers when new files were first reported, for window (the
+// sink's saveWindow: a file whose history began less than that ago is a
+// save's temp file), with r.mu held.
+type births struct {
+	at     map[fs.FileID]time.Time
+	order  []fs.FileID // oldest first
+	window time.Duration
+}
+
+// born notes that new file id was first reported at now.
+func (b *births) born(id fs.FileID, now time.Time) {
+	if b.at == nil {
+		b.at = map[fs.FileID]time.Time{}
+	}
+	if _, ok := b.at[id]; ok || id.IsZero() {
+		return
+	}
+	b.at[id] = now
+	b.order = append(b.order, id)
+	for len(b.order) > 0 && (len(b.at) > maxBirths || now.Sub(b.at[b.order[0]]) >= b.window) {
+		delete(b.at, b.order[0])
+		b.order = b.order[1:]
+	}
+}
+
+// young reports whether id was first reported less than window before now.
+func (b *births) young(id fs.FileID, now time.Time) bool {
+	t, ok := b.at[id]
+	return ok && now.Sub(t) < b.window
 }
 
 // moves remembers which files may have moved in this mount, with r.mu

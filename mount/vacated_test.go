@@ -426,3 +426,41 @@ func TestSnapshotDuringSaveContinuesTheHistory(t *testing.T) {
 		}
 	}
 }
+
+// Emacs's save (its default backup by renaming): f is renamed over the
+// backup f~ left by an earlier session, and a new f is written. The new
+// file continues f's history, and f~ keeps a fork of it, as when no
+// backup was there. A young file renamed over another (an atomic save's
+// temp file) still leaves no path behind.
+func TestBackupRenameOverContinuesTheHistory(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	p := func(n string) string { return filepath.Join(l.mnt, n) }
+	writeFile(t, p("f"), "v1\n")
+	l.recorded(t, 1)
+	appendFile(t, p("f"), "v2\n")
+	writeFile(t, p("f~"), "an old backup\n")
+	l.recorded(t, 3)
+	// f is old: its history began before the save windows
+	l.rec.mu.Lock()
+	l.rec.births.window = 0
+	l.rec.mu.Unlock()
+	ls := l.rec.sink.(journalSink).ls
+	ls.mu.Lock()
+	ls.sink.saveWindow = 0
+	ls.mu.Unlock()
+	mustDo(t, os.Rename(p("f"), p("f~")))
+	writeFile(t, p("f"), "v1\nv2\nv3\n")
+	l.recorded(t, 4)
+	if _, got := history(t, l.mnt, "f"); !equal(got, []string{"v1\n", "v1\nv2\n", "v1\nv2\nv3\n"}) {
+		t.Errorf(".history/f: %q, want f's whole history", got)
+	}
+	if _, got := history(t, l.mnt, "f~"); !equal(got, []string{"v1\nv2\n"}) {
+		t.Errorf(".history/f~: %q, want the backup, a fork of f's", got)
+	}
+	l.stop(t)
+	gcStore(t, store)
+	if h := historyAt(t, store, "f"); len(h) != 3 {
+		t.Errorf("after gc, f has %d revisions, want 3", len(h))
+	}
+}
