@@ -15,13 +15,21 @@ import (
 // better level, ~10 s at its fastest (streaming, one block at a time).
 const bigFull = 32 << 20
 
-// compressBig encodes a fulltext of at least bigFull bytes, or returns it
-// raw if that is not smaller.
+// compressBig encodes a fulltext of at least bigFull bytes, chunked even
+// when it does not compress (its chunks then raw, a few bytes more than
+// the text): a chunked fulltext is read a group of chunks at a time
+// (Store.WriteText, the comparison of a copy, walkChunked), a raw or
+// single-stream one only whole.
 func compressBig(data []byte) ([]byte, byte) {
-	if p, ok := encodeChunked(data); ok {
-		return p, recFlagChunked
-	}
-	return data, 0
+	p, _ := encodeChunked(data)
+	return p, recFlagChunked
+}
+
+// compressBigWith is compressBig with each chunk a zstd frame of enc,
+// for repack: a better ratio than S2, at zstd's speed.
+func compressBigWith(enc *zstd.Encoder, data []byte) ([]byte, byte) {
+	p, _ := encodeChunks(data, chunkSize, enc)
+	return p, recFlagChunked
 }
 
 // bigDelta is the delta payload size from which a put compresses on

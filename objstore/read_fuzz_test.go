@@ -210,7 +210,7 @@ func sampleRecords(t testing.TB) [][]byte {
 	noise := make([]byte, 40)
 	rand.NewChaCha8([32]byte{1}).Read(noise)
 	for _, c := range [][]byte{append(long, noise...), append(long[:minChunkSize], make([]byte, minChunkSize+7)...)} {
-		p, ok := encodeChunks(c, minChunkSize)
+		p, ok := encodeChunks(c, minChunkSize, nil)
 		if !ok {
 			t.Fatal("sample text did not compress")
 		}
@@ -268,7 +268,7 @@ func FuzzChunkedRoundTrip(f *testing.F) {
 	f.Add(text, uint8(0x80), uint32(5), byte(recFlagLateTable)) // the flag itself cleared
 	r := newRecordReader(f)
 	f.Fuzz(func(t *testing.T, text []byte, size uint8, at uint32, x byte) {
-		p, ok := encodeChunks(text, minChunkSize*(1+int(size%8)))
+		p, ok := encodeChunks(text, minChunkSize*(1+int(size%8)), nil)
 		if !ok {
 			return // the writer stores such a text raw
 		}

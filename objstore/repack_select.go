@@ -290,7 +290,11 @@ func (rp *repacker) fullLen(fw *fileWork, e index.Entry, text []byte, t *Target,
 			return f, nil
 		}
 	}
-	f.payload, f.flags = compressWith(rp.live.fenc, text)
+	if len(text) >= bigFull {
+		f.payload, f.flags = compressBigWith(rp.live.fenc, text)
+	} else {
+		f.payload, f.flags = compressWith(rp.live.fenc, text)
+	}
 	t.FullLen = uint64(recOverhead + len(f.payload))
 	fw.ratio = float64(t.FullLen) / float64(max(len(text), 1))
 	return f, nil

@@ -124,3 +124,58 @@ func TestWriteText(t *testing.T) {
 		flipByte(t, seg, int64(full.Off+at), 0x20)
 	}
 }
+
+// TestBigFulltextsStayChunked: a big fulltext is stored chunked whatever
+// its content, by a put and by a repack (which compresses its chunks with
+// zstd), so that WriteText copies it, and rebuilds a delta on it, a group
+// of chunks at a time; a repack used to store it as one zstd stream, and
+// a put an incompressible one raw, which only Get could read, whole.
+func TestBigFulltextsStayChunked(t *testing.T) {
+	ctx := context.Background()
+	s, dir := openNew(t, Config{})
+	noise := make([]byte, bigFull+chunkSize/2)
+	rand.NewChaCha8([32]byte{7}).Read(noise)
+	texts := map[string][]byte{"noise": noise, "mixed": bigMixed(31, bigFull+chunkSize+3)}
+	want := map[index.RevID][]byte{}
+	for name, text := range texts {
+		f := mustNewFile(t, s, name)
+		e := mustPut(t, s, PutRequest{File: f, Data: bytes.Clone(text)})
+		edited := bytes.Clone(text)
+		copy(edited[len(edited)/2:], "edited")
+		d := mustPut(t, s, PutRequest{File: f, Data: bytes.Clone(edited), P1: e.ID()})
+		want[e.ID()], want[d.ID()] = text, edited
+	}
+	check := func(s *Store, when string) {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "out")
+		for id, text := range want {
+			e, err := s.Entry(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Kind == index.KindFull && e.Flags&index.FlagChunked == 0 {
+				t.Errorf("%s: fulltext %v stored unchunked (flags %v)", when, id, e.Flags)
+			}
+			w, err := os.Create(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok, err := s.WriteText(ctx, id, w)
+			w.Close()
+			got, _ := os.ReadFile(out)
+			if !ok || err != nil || !bytes.Equal(got, text) {
+				t.Errorf("%s: WriteText %v: ok %v, %v, %d bytes (want %d)", when, id, ok, err, len(got), len(text))
+			}
+		}
+	}
+	check(s, "put")
+	s.Close()
+	mustRepack(t, dir, RepackOptions{Reuse: ReuseNever})
+	s, err := Open(dir, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	check(s, "repack")
+	verifyClean(t, s)
+}
