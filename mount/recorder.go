@@ -78,6 +78,13 @@ type IgnoringSink interface {
 // than as a new file (a fulltext).
 const newFileGrace = 200 * time.Millisecond
 
+// writerHold is how long past its time a held change waits for the
+// report of a writer that reopened its file (Recorder.dirtied): long
+// enough for a save's temp file reopened to be fsynced and renamed, short
+// enough that a file fsynced once and kept open, idle (a log, a
+// database), is recorded soon, not at its next fsync or close.
+const writerHold = time.Second
+
 // Recorder is the fs.Recorder of a mount: it queues events and hands
 // them to a Sink from one background goroutine, so that close(2) never
 // waits for recording. It holds back fsync reports so that a file
@@ -224,11 +231,18 @@ func (r *Recorder) pushChange(k fs.FileID, ev Event) {
 	r.seq[k], r.reads[k] = r.enq, ev.read
 }
 
-// release queues the held change of k, if still held.
+// release queues the held change of k, if still held: once its time has
+// come, or, while a writer is changing the file (dirtied), writerHold
+// later (its report usually comes first and merges with it).
 func (r *Recorder) release(k fs.FileID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if h := r.held[k]; h != nil && h.writing {
+	h := r.held[k]
+	if h == nil {
+		return
+	}
+	if wait := time.Until(h.due.Add(writerHold)); h.writing && wait > 0 {
+		h.timer = time.AfterFunc(wait, func() { r.release(k) })
 		return
 	}
 	r.releaseLocked(k)
@@ -239,14 +253,14 @@ func (r *Recorder) release(k fs.FileID) {
 // write session). A change of id held back (a new file's grace, the
 // fsync interval) would be read from the live file when its timer fires,
 // under that writer, and record a mix of two versions; instead it stays
-// held until the writer's report, which merges with it (Changed). A
+// held until the writer's report, which merges with it (Changed), or for
+// writerHold past its time at most (a writer that stays open, idle). A
 // reopened temp file of an atomic save so still continues the file it
 // replaces. Sync, Flush and a rename release it as before.
 func (r *Recorder) dirtied(id fs.FileID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if h := r.held[id]; h != nil {
-		h.timer.Stop()
 		h.writing = true
 	}
 }
@@ -262,6 +276,7 @@ func (r *Recorder) undirtied(id fs.FileID) {
 		return
 	}
 	h.writing = false
+	h.timer.Stop()
 	h.timer = time.AfterFunc(max(time.Until(h.due), 0), func() { r.release(id) })
 }
 

@@ -108,6 +108,26 @@ func TestRecorderCloseStartsNoFsyncInterval(t *testing.T) {
 	}
 }
 
+// A held change whose writer stays open and idle is still recorded: a
+// new file fsynced once and kept open (a log, a database), whose writer
+// the live tree marks as dirtying again after the fsync, was held until
+// its next fsync or close, however late.
+func TestRecorderHeldChangeOfAnIdleWriterIsRecorded(t *testing.T) {
+	sink := &memSink{}
+	r := NewRecorder(sink, time.Hour, quiet())
+	defer r.Close(context.Background())
+	id := fs.NewFileID()
+	r.Changed(fs.Change{Path: "log", ID: id, Size: 6, New: true, Fsync: true}) // held: a new file's grace
+	r.dirtied(id)                                                              // the writer is still open
+	deadline := time.Now().Add(newFileGrace + writerHold + 5*time.Second)
+	for len(sink.changes()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c := sink.changes(); len(c) != 1 || c[0].Size != 6 {
+		t.Fatalf("changes %+v: the fsynced new file was not recorded while its writer stayed open", c)
+	}
+}
+
 func TestRecorderCloseReleasesHeldFsync(t *testing.T) {
 	sink := &memSink{}
 	r := NewRecorder(sink, time.Hour, quiet())
