@@ -129,6 +129,22 @@ func ApplyInPlaceAt(f ReadWriterAt, baseLen int64, d []byte) (int64, bool, error
 	return int64(targetLen), true, nil
 }
 
+// InPlace reports whether d can be applied in place (ApplyInPlace,
+// ApplyInPlaceAt, given room for its target): a CodecCopy delta whose
+// every copy reads from at or after the offset it writes to. It returns
+// the lengths d's header gives. A malformed header, or a malformed body
+// of a CodecCopy delta, is an error.
+func InPlace(d []byte) (baseLen, targetLen uint64, ok bool, err error) {
+	body, c, baseLen, targetLen, err := parseHeader(d)
+	if err != nil || c != CodecCopy {
+		return baseLen, targetLen, false, err
+	}
+	if !forward(body, baseLen, targetLen) {
+		return baseLen, targetLen, false, walk(body, baseLen, targetLen, nil)
+	}
+	return baseLen, targetLen, true, nil
+}
+
 // forward reports whether CodecCopy body is well formed and reads every
 // copied byte from at or after where it writes it.
 func forward(body []byte, baseLen, targetLen uint64) bool {

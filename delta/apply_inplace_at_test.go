@@ -77,6 +77,9 @@ func TestApplyInPlaceAt(t *testing.T) {
 		if _, err := f.WriteAt(b, 0); err != nil {
 			t.Fatal(err)
 		}
+		if bl, tl, ok, err := InPlace(c.d); err != nil || ok != c.want || bl != uint64(len(b)) || tl != uint64(len(want)) {
+			t.Errorf("%s: InPlace %v, %d -> %d bytes, %v; want %v, %d -> %d", name, ok, bl, tl, err, c.want, len(b), len(want))
+		}
 		n, ok, err := ApplyInPlaceAt(f, int64(len(b)), c.d)
 		if err != nil || ok != c.want {
 			t.Errorf("%s: in place %v, %v; want %v", name, ok, err, c.want)
@@ -99,6 +102,9 @@ func TestApplyInPlaceAt(t *testing.T) {
 	bad := Encode(base[:100], base[:50])
 	bad = append(bad[:len(bad)-1], 0xff)
 	m := &memFile{bytes.Clone(base[:100])}
+	if _, _, _, err := InPlace(bad); err == nil {
+		t.Error("InPlace took a malformed delta")
+	}
 	if _, _, err := ApplyInPlaceAt(m, 100, bad); err == nil || !bytes.Equal(m.b, base[:100]) {
 		t.Errorf("a malformed delta: %v, base changed %v", err, !bytes.Equal(m.b, base[:100]))
 	}

@@ -419,7 +419,8 @@ func (r *Recorder) WaitRead(ctx context.Context, id fs.FileID) error {
 //
 // A held change a writer is changing the file under (dirtied) stays
 // held: read now, it would mix two versions; the writer's report carries
-// it, and the writer's descriptor keeps the file.
+// it (or its timer, writerHold past its time), and the writer's
+// descriptor keeps the file.
 func (r *Recorder) ReleaseRead(ctx context.Context, id fs.FileID) error {
 	r.mu.Lock()
 	if h := r.held[id]; h == nil || !h.writing {

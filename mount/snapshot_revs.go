@@ -138,6 +138,7 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 		// binds it.
 		fid = s.adopting[id]
 	}
+	continued := false
 	if !known && fid == 0 && !id.IsZero() && r.successor != nil {
 		// The new file of a save still being written: the history of
 		// the file that left its path, as its report would continue it.
@@ -146,7 +147,7 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 			if err := s.transfer(id, old, fid); err != nil {
 				return index.RevID{}, 0, err
 			}
-			known = true
+			known, continued = true, true
 			delete(r.ls.reserved, id) // stays unused (see reservePending)
 			if livesAt != "" {
 				// The file that left lives on (vim's f~ with 'backup'
@@ -175,7 +176,10 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 		if e, err = r.st.Entry(prev); err != nil {
 			return index.RevID{}, 0, fmt.Errorf("revision %v: %w", prev, err)
 		}
-		if r.unchanged(path, id, e) {
+		// (Not for a file that took over another's history just now: its
+		// stat says nothing about that file's newest revision, which its
+		// content must be compared with, as the redo does.)
+		if !continued && r.unchanged(path, id, e) {
 			return prev, int64(e.Size), nil
 		}
 	}

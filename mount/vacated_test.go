@@ -464,3 +464,37 @@ func TestBackupRenameOverContinuesTheHistory(t *testing.T) {
 		t.Errorf("after gc, f has %d revisions, want 3", len(h))
 	}
 }
+
+// A snapshot of a save's new file, still open, whose predecessor's last
+// change was recorded after the new file was written (the recorder was
+// busy), holds the new file's content: that the new file's stat predates
+// the predecessor's newest revision says nothing about their contents,
+// which the snapshot compares instead (it used to name the predecessor's
+// revision for a new file of the same size).
+func TestSnapshotDuringSaveComparesContent(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	p := func(n string) string { return filepath.Join(l.mnt, n) }
+	a, b, c := strings.Repeat("a", 1000), strings.Repeat("b", 1000), strings.Repeat("c", 1000)
+	writeFile(t, p("f"), a)
+	l.recorded(t, 1)
+	ls := l.rec.sink.(journalSink).ls
+	ls.mu.Lock() // the recorder is busy
+	writeFile(t, p("f"), b)
+	l.reported(t, 2)
+	mustDo(t, os.Rename(p("f"), p("f.bak")))
+	nf, err := os.OpenFile(p("f"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	mustDo(t, err)
+	defer nf.Close()
+	_, err = nf.WriteString(c)
+	mustDo(t, err)
+	time.Sleep(3 * ctimeSlack)
+	ls.mu.Unlock() // b is recorded now, after c was written
+	mustDo(t, os.Mkdir(p(".snapshots/s"), 0o755))
+	if got, err := os.ReadFile(p(".snapshots/s/f")); err != nil || string(got) != c {
+		t.Fatalf("the snapshot's f: %.10q... (%v), want the new file's content", got, err)
+	}
+	if got, err := os.ReadFile(p(".snapshots/s/f.bak")); err != nil || string(got) != b {
+		t.Fatalf("the snapshot's f.bak: %.10q... (%v), want the old file's", got, err)
+	}
+}

@@ -300,7 +300,17 @@ func (s *Store) keepNewest(req *PutRequest, p index.Entry) func() error {
 	}
 	named(meta, req)
 	b := s.enqueueFile(req.File, *meta)
-	return func() error { return s.wait(b) }
+	return func() error {
+		err := s.wait(b)
+		if err == nil && pending {
+			// p's own batch went before b; if its commit failed (a write
+			// error breaks the store), b's may still have succeeded.
+			s.wmu.Lock()
+			err = s.broken
+			s.wmu.Unlock()
+		}
+		return err
+	}
 }
 
 // dedupOf makes e a dedup of revision id, whose entry is ce.

@@ -290,11 +290,7 @@ func (rp *repacker) fullLen(fw *fileWork, e index.Entry, text []byte, t *Target,
 			return f, nil
 		}
 	}
-	if len(text) >= bigFull {
-		f.payload, f.flags = compressBigWith(rp.live.fenc, text)
-	} else {
-		f.payload, f.flags = compressWith(rp.live.fenc, text)
-	}
+	f.payload, f.flags = rp.fullPayload(text)
 	t.FullLen = uint64(recOverhead + len(f.payload))
 	fw.ratio = float64(t.FullLen) / float64(max(len(text), 1))
 	return f, nil
@@ -334,7 +330,7 @@ func (rp *repacker) build(e index.Entry, text []byte, cands []prepared, d Decisi
 			return ne, full.raw, outUnchanged, nil
 		}
 		if full.payload == nil {
-			full.payload, full.flags = compressWith(rp.live.fenc, text)
+			full.payload, full.flags = rp.fullPayload(text)
 		}
 		return rp.fresh(ne, full.payload, full.flags)
 	}
@@ -358,8 +354,26 @@ func (rp *repacker) build(e index.Entry, text []byte, cands []prepared, d Decisi
 	return rp.fresh(ne, c.payload, c.flags)
 }
 
+// fullPayload compresses text as repack stores a fulltext: from bigFull
+// bytes chunked, each chunk a zstd frame (so that it is read a group of
+// chunks at a time), else one zstd stream.
+func (rp *repacker) fullPayload(text []byte) ([]byte, byte) {
+	if len(text) >= bigFull {
+		return compressBigWith(rp.live.fenc, text)
+	}
+	return compressWith(rp.live.fenc, text)
+}
+
 // fresh makes a new record for ne with payload.
 func (rp *repacker) fresh(ne index.Entry, payload []byte, flags byte) (index.Entry, []byte, outcome, error) {
+	if flags&recFlagChunked != 0 {
+		// A store older than chunked records is marked as holding them
+		// before it does, as a put marks it (an older build then refuses
+		// it rather than misread them).
+		if err := rp.liveFormat(formatChunked); err != nil {
+			return index.Entry{}, nil, 0, err
+		}
+	}
 	// Only the record's own bits change; any other entry flag is kept.
 	ne.Flags = ne.Flags&^(index.Flags(recFlagsAll)|index.FlagFastZstd) | index.Flags(flags)
 	rec := appendRecord(nil, recHeader{Flags: flags, ID: ne.ID(), TextLen: ne.Size}, payload)

@@ -66,6 +66,11 @@ func (s *Store) writeChunked(ctx context.Context, want index.RevID, e *index.Ent
 	return nil
 }
 
+// inPlaceGrowth bounds how much longer than the revision's text a chain
+// rebuilt in its file may make it on the way (writeDeltaText); a
+// variable for tests.
+var inPlaceGrowth uint64 = 512 << 20
+
 // TextFile is where WriteText can rebuild a delta revision: a file it
 // reads back, writes over and cuts to length (an *os.File is one).
 type TextFile interface {
@@ -92,6 +97,33 @@ func (s *Store) writeDeltaText(ctx context.Context, want index.RevID, e index.En
 	}
 	root := &chain[len(chain)-1]
 	if !chunkedFull(root) {
+		return false, nil
+	}
+	// Nothing is written before every delta is known to apply in place,
+	// with the lengths the chain gives, and the file never to grow more
+	// than inPlaceGrowth past the text: the spilled file's file system
+	// was checked for room for the text and some slack, not for a root
+	// many times larger (a big file truncated since). The deltas are read
+	// again to be applied: they are small, and held one at a time.
+	most := root.Size
+	for i := len(chain) - 2; i >= 0; i-- {
+		d, err := s.readRecord(want, &chain[i])
+		if err != nil {
+			return true, err
+		}
+		bl, tl, ok, err := delta.InPlace(d)
+		if err == nil && (bl != chain[i+1].Size || tl != chain[i].Size) {
+			err = fmt.Errorf("delta from %d to %d bytes, index says %d to %d", bl, tl, chain[i+1].Size, chain[i].Size)
+		}
+		if err != nil {
+			return true, corrupt(want, &chain[i], err)
+		}
+		if !ok {
+			return false, nil
+		}
+		most = max(most, chain[i].Size)
+	}
+	if most > e.Size+inPlaceGrowth {
 		return false, nil
 	}
 	if err := s.writeChunked(ctx, want, root, f); err != nil {

@@ -91,9 +91,17 @@ func TestWriteText(t *testing.T) {
 	if n := s.rebuiltBytes.Load() - rebuilt; n != 0 {
 		t.Errorf("WriteText rebuilt %d bytes in memory", n)
 	}
-	if ok, _, err := write(s, ins.ID(), true); ok || err != nil || ins.Kind == index.KindFull {
-		t.Fatalf("insertion %v (kind %v): ok %v, %v; want declined", ins.ID(), ins.Kind, ok, err)
+	if ok, b, err := write(s, ins.ID(), true); ok || err != nil || len(b) != 0 || ins.Kind == index.KindFull {
+		t.Fatalf("insertion %v (kind %v): ok %v, %d bytes written, %v; want declined before writing", ins.ID(), ins.Kind, ok, len(b), err)
 	}
+	// A chain whose file would grow past the text by more than the slack
+	// the spill checked room for (the truncation: a root 4 MiB longer).
+	defer func(g uint64) { inPlaceGrowth = g }(inPlaceGrowth)
+	inPlaceGrowth = 1 << 20
+	if ok, b, err := write(s, last.ID(), true); ok || err != nil || len(b) != 0 {
+		t.Fatalf("a truncated revision past the growth bound: ok %v, %d bytes written, %v; want declined before writing", ok, len(b), err)
+	}
+	inPlaceGrowth = 512 << 20
 	if ok, b, err := write(s, edit.ID(), false); ok || err != nil || len(b) != 0 {
 		t.Fatalf("delta %v to a writer that is not a file: ok %v, %d bytes written, %v; want declined", edit.ID(), ok, len(b), err)
 	}
