@@ -18,18 +18,12 @@ import (
 // It lets a reader of a revision a few bytes from a big base hold one
 // text instead of the base and the target both.
 func ApplyInPlace(buf, d []byte) ([]byte, bool, error) {
-	body, c, baseLen, targetLen, err := parseHeader(d)
-	if err != nil {
+	body, baseLen, targetLen, ok, err := inPlaceBody(d)
+	if err == nil && baseLen != uint64(len(buf)) {
+		err = fmt.Errorf("%w: delta wants %d bytes, got %d", ErrBaseMismatch, baseLen, len(buf))
+	}
+	if err != nil || !ok || targetLen > uint64(cap(buf)) {
 		return buf, false, err
-	}
-	if baseLen != uint64(len(buf)) {
-		return buf, false, fmt.Errorf("%w: delta wants %d bytes, got %d", ErrBaseMismatch, baseLen, len(buf))
-	}
-	if c != CodecCopy || targetLen > uint64(cap(buf)) {
-		return buf, false, nil
-	}
-	if !forward(body, baseLen, targetLen) {
-		return buf, false, walk(body, baseLen, targetLen, nil) // the error, if malformed
 	}
 	out := buf[:targetLen]
 	p := 0
@@ -71,18 +65,12 @@ type ReadWriterAt interface {
 // It lets a big revision a few edits from its fulltext be rebuilt in a
 // file, in memory of the order of the edits, not of the text.
 func ApplyInPlaceAt(f ReadWriterAt, baseLen int64, d []byte) (int64, bool, error) {
-	body, c, bl, targetLen, err := parseHeader(d)
-	if err != nil {
+	body, bl, targetLen, ok, err := inPlaceBody(d)
+	if err == nil && (baseLen < 0 || bl != uint64(baseLen)) {
+		err = fmt.Errorf("%w: delta wants %d bytes, got %d", ErrBaseMismatch, bl, baseLen)
+	}
+	if err != nil || !ok {
 		return 0, false, err
-	}
-	if baseLen < 0 || bl != uint64(baseLen) {
-		return 0, false, fmt.Errorf("%w: delta wants %d bytes, got %d", ErrBaseMismatch, bl, baseLen)
-	}
-	if c != CodecCopy {
-		return 0, false, nil
-	}
-	if !forward(body, bl, targetLen) {
-		return 0, false, walk(body, bl, targetLen, nil) // the error, if malformed
 	}
 	var buf []byte
 	block := func(n int) []byte {
@@ -135,14 +123,20 @@ func ApplyInPlaceAt(f ReadWriterAt, baseLen int64, d []byte) (int64, bool, error
 // the lengths d's header gives. A malformed header, or a malformed body
 // of a CodecCopy delta, is an error.
 func InPlace(d []byte) (baseLen, targetLen uint64, ok bool, err error) {
+	_, baseLen, targetLen, ok, err = inPlaceBody(d)
+	return baseLen, targetLen, ok, err
+}
+
+// inPlaceBody is InPlace, also returning d's body when ok.
+func inPlaceBody(d []byte) (body []byte, baseLen, targetLen uint64, ok bool, err error) {
 	body, c, baseLen, targetLen, err := parseHeader(d)
 	if err != nil || c != CodecCopy {
-		return baseLen, targetLen, false, err
+		return nil, baseLen, targetLen, false, err
 	}
 	if !forward(body, baseLen, targetLen) {
-		return baseLen, targetLen, false, walk(body, baseLen, targetLen, nil)
+		return nil, baseLen, targetLen, false, walk(body, baseLen, targetLen, nil) // the error, if malformed
 	}
-	return baseLen, targetLen, true, nil
+	return body, baseLen, targetLen, true, nil
 }
 
 // forward reports whether CodecCopy body is well formed and reads every

@@ -61,11 +61,7 @@ func TestBigOldTextsSpilled(t *testing.T) {
 			mustDo(t, os.WriteFile(p, old, 0o644))
 			l.recorded(t, 1)
 			mustDo(t, os.Mkdir(filepath.Join(l.mnt, ".snapshots", "s"), 0o755))
-			f, err := os.OpenFile(p, os.O_RDWR, 0)
-			mustDo(t, err)
-			_, err = f.WriteAt([]byte("changed"), 30<<20)
-			mustDo(t, err)
-			mustDo(t, f.Close())
+			writeAt(t, p, 30<<20, "changed")
 			l.recorded(t, 2)
 
 			ents, err := os.ReadDir(filepath.Join(l.mnt, ".history", "big"))
@@ -112,11 +108,7 @@ func TestBigDeltaRevisionSpilledUnbuilt(t *testing.T) {
 	text := testutil.Bytes(9, 40<<20)
 	mustDo(t, os.WriteFile(p, text, 0o644))
 	l.recorded(t, 1)
-	f, err := os.OpenFile(p, os.O_RDWR, 0)
-	mustDo(t, err)
-	_, err = f.WriteAt([]byte("changed"), 30<<20)
-	mustDo(t, err)
-	mustDo(t, f.Close())
+	writeAt(t, p, 30<<20, "changed")
 	l.recorded(t, 2)
 	mustDo(t, os.Mkdir(filepath.Join(l.mnt, ".snapshots", "s"), 0o755))
 	want := bytes.Clone(text)
@@ -149,4 +141,13 @@ func TestBigDeltaRevisionSpilledUnbuilt(t *testing.T) {
 	if n := stats().RebuiltBytes - before; n != 0 {
 		t.Errorf("opening the delta revision rebuilt %d bytes in memory", n)
 	}
+}
+
+// writeAt writes b into the file at p at off, in place, and closes it.
+func writeAt(t *testing.T, p string, off int64, b string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	mustDo(t, err)
+	writeAtT(t, f, off, []byte(b))
+	mustDo(t, f.Close())
 }

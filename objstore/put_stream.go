@@ -147,7 +147,7 @@ func (s *Store) keepIfSame(ctx context.Context, req *PutRequest, probe index.Ent
 // whole and compared block by block. An unreadable candidate is no
 // match (logged).
 func (s *Store) sameAs(ctx context.Context, id index.RevID, ce index.Entry, src io.ReaderAt) (bool, error) {
-	if ce.Kind != index.KindFull || ce.Flags&index.FlagChunked == 0 || ce.Flags&index.FlagDelta != 0 {
+	if !chunkedFull(&ce) {
 		text, err := s.rebuild(ctx, id, ce, s.putCaches())
 		if err != nil {
 			s.log.Warn("dedup candidate unreadable", "rev", id, "err", err)
