@@ -372,8 +372,13 @@ func (n *Node) released(fd int, passthrough, writable bool) {
 	if n.writers > 0 || n.sess == nil {
 		return
 	}
-	if !n.report(fd, false) && n.dirtied.Load() {
-		n.undirtied(n.sess.id) // a passthrough writer that wrote nothing
+	if !n.report(fd, false) {
+		if n.dirtied.Load() {
+			n.undirtied(n.sess.id) // a passthrough writer that wrote nothing
+		}
+		if c, ok := n.fsys.rec.(CloseNoter); ok {
+			c.Closed(n.sess.id) // what its last fsync reported is a closed change
+		}
 	}
 	n.sess = nil
 	n.sessionEnded()

@@ -194,6 +194,18 @@ type Undirtier interface {
 	Undirtied(id FileID)
 }
 
+// CloseNoter is implemented by a Recorder that holds an fsynced change
+// back for an interval. Closed(id) says that the last writable handle
+// of file id closed with nothing changed since the file's last report
+// (an fsync, typically: an editor's save, fsynced, then closed). A
+// change whose writer has closed is a revision of its own, so such a
+// recorder stops holding it for the interval: held longer, the next
+// change of the file would merge with it and the saved version be in no
+// revision.
+type CloseNoter interface {
+	Closed(id FileID)
+}
+
 // ReleaseReader is implemented by a Recorder that holds changes back (a
 // new file's grace, the fsync interval) and can give them up: ReleaseRead
 // queues a held change of file id and returns once every change of id

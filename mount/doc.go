@@ -73,7 +73,9 @@
 // is put on threads of lower CPU priority while nobody waits for the
 // recording, so that the requests of the program making them come
 // first on the same cores. fsync reports of
-// one file are coalesced to at most one revision per FsyncInterval, and
+// one file are coalesced to at most one revision per FsyncInterval
+// while its writer keeps it open (its last close releases the held
+// change: a closed change is a revision of its own), and
 // a new file's first revision is held briefly so that an editor's
 // atomic save (write a temp file, rename it over the original) continues
 // the original's history as a small delta. Sync, and so unmount, waits

@@ -71,3 +71,69 @@ func TestFsyncedWriterKeepsWritingRevisionsAreWhole(t *testing.T) {
 		})
 	}
 }
+
+// An editor that fsyncs each save (vim's :w) and closes the file: a save
+// within the fsync interval of the one before is held for the interval,
+// but once its writer has closed it is a closed change, a revision of
+// its own. It was left held, and the next change of the file within the
+// interval (an append, a save without fsync) merged with it: the saved
+// version was in no revision (a user review, vim's two saves then
+// `echo >>`).
+func TestClosedFsyncedSavesAreRevisions(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := startWith(t, Config{Store: store, FsyncInterval: time.Hour})
+	p := filepath.Join(l.mnt, "g")
+	if err := os.WriteFile(p, []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.recorded(t, 1)
+	save := func(text string) {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(text); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("b\n") // the first fsync: recorded at once
+	save("c\n") // within the interval: held while its writer is open
+	// The kernel releases a closed file asynchronously; once it has,
+	// nothing may be held any more.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		l.rec.mu.Lock()
+		held := len(l.rec.held)
+		l.rec.mu.Unlock()
+		if held == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fsynced save is still held 10 s after its writer closed")
+		}
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("appended\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l.stop(t)
+	var got []string
+	for _, rev := range onlyFile(t, store) {
+		got = append(got, string(rev))
+	}
+	want := []string{"a\n", "b\n", "c\n", "c\nappended\n"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("revisions %q, want %q", got, want)
+	}
+}

@@ -20,6 +20,7 @@ var (
 	_ fs.ReadWaiter    = journaled{}
 	_ fs.ReleaseReader = journaled{}
 	_ fs.Undirtier     = journaled{}
+	_ fs.CloseNoter    = journaled{}
 	_ fs.RedoWaiter    = journaled{}
 
 	_ fs.QuietRecorder = journaled{}
@@ -47,6 +48,10 @@ func (r journaled) Undirtied(id fs.FileID) {
 	}
 	r.Recorder.undirtied(id)
 }
+
+// Closed releases a change of id held back for the fsync interval once
+// its writer has closed (Recorder.writerClosed).
+func (r journaled) Closed(id fs.FileID) { r.Recorder.writerClosed(id) }
 
 // Changed stamps c for the journal and queues it. A change of an
 // excluded path is dropped and its file kept pending (exclude.go),

@@ -61,7 +61,10 @@ func startWith(t testing.TB, cfg Config) *live {
 	ready := make(chan *Mounted, 1)
 	hook := cfg.testRecorder
 	go func() {
-		cfg.MountPoint, cfg.FsyncInterval = l.mnt, 50*time.Millisecond
+		cfg.MountPoint = l.mnt
+		if cfg.FsyncInterval == 0 {
+			cfg.FsyncInterval = 50 * time.Millisecond
+		}
 		cfg.Ready = func(m *Mounted) { ready <- m }
 		cfg.testRecorder = func(r *Recorder) {
 			l.rec = r

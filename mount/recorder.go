@@ -280,6 +280,34 @@ func (r *Recorder) undirtied(id fs.FileID) {
 	h.timer = time.AfterFunc(max(time.Until(h.due), 0), func() { r.release(id) })
 }
 
+// writerClosed notes that the last writer of file id closed with nothing
+// changed since its last report. A change of id held for the fsync
+// interval is then a closed file's change, a revision of its own: it is
+// released now, not at the interval's end, where the next change of the
+// file (an append, another save) would merge with it and leave the saved
+// version in no revision. The interval still merges the fsyncs of one
+// open writer (a database, a log). A new file keeps its grace (an atomic
+// save's rename comes after the temp file's close), and a change another
+// writer is changing the file under (dirtied) waits for that writer's
+// report as before.
+func (r *Recorder) writerClosed(id fs.FileID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := r.held[id]
+	if h == nil || h.writing || !h.c.Fsync {
+		return
+	}
+	if wait := time.Until(h.newDue); wait > 0 {
+		if h.due.After(h.newDue) {
+			h.timer.Stop()
+			h.due = h.newDue
+			h.timer = time.AfterFunc(wait, func() { r.release(id) })
+		}
+		return
+	}
+	r.releaseLocked(id)
+}
+
 func (r *Recorder) releaseLocked(k fs.FileID) {
 	h := r.held[k]
 	if h == nil {

@@ -358,3 +358,30 @@ func TestRecorderReleaseReadLeavesAWritersHold(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A new file's fsynced change, held for its grace and the interval,
+// keeps the grace when its writer closes (an atomic save renames the
+// temp file after closing it) but not the interval: it is recorded when
+// the grace ends, not an interval later.
+func TestRecorderWriterClosedKeepsNewFileGrace(t *testing.T) {
+	sink := &memSink{}
+	r := NewRecorder(sink, time.Hour, quiet())
+	defer r.Close(context.Background())
+	id := fs.NewFileID()
+	r.Changed(fs.Change{Path: "old", ID: id, Size: 1, Fsync: true}) // an earlier fsync: starts the interval
+	for len(sink.changes()) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.Changed(fs.Change{Path: "new", ID: id, Size: 2, New: true, Fsync: true}) // held: grace and interval
+	r.writerClosed(id)
+	if !r.holding(id) {
+		t.Fatalf("the new file's change was released at its writer's close, in its grace")
+	}
+	deadline := time.Now().Add(newFileGrace + 5*time.Second)
+	for len(sink.changes()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c := sink.changes(); len(c) != 2 || c[1].Size != 2 {
+		t.Fatalf("changes %+v: the closed change was held past its grace", c)
+	}
+}
