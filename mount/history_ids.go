@@ -72,6 +72,8 @@ func cleanRel(rel string) (string, error) {
 		// history".
 		if sub, in := strings.CutPrefix(c, v+"/"); c == v || in && v == ".snapshots" && !strings.Contains(sub, "/") {
 			return "", fmt.Errorf("%s: %w (a view of the store, not a live file)", rel, ErrIsDir)
+		} else if _, live, snap := strings.Cut(sub, "/"); in && snap && v == ".snapshots" {
+			return "", fmt.Errorf("%s: inside a snapshot, not a live file: %w (log the live path %s for its history)", rel, ErrNoHistory, live)
 		} else if in {
 			return "", fmt.Errorf("%s: inside %s, not a live file: %w", rel, v, ErrNoHistory)
 		}

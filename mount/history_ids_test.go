@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/deltafs/deltafs/index"
@@ -56,6 +57,35 @@ func TestStoreFileOfflineFollowsAtomicSaves(t *testing.T) {
 	} {
 		if _, _, err := storeFileOffline(store, rel); !errors.Is(err, want) {
 			t.Errorf("%s: %v, want %v", rel, err, want)
+		}
+	}
+}
+
+// cleanRel: paths of the live tree pass, cleaned; the views and paths
+// outside the tree are refused with the error a user's command maps to
+// its exit code, and a path in a snapshot names the live path to log.
+func TestCleanRel(t *testing.T) {
+	for _, c := range []struct {
+		rel, want string
+		err       error
+		says      string
+	}{
+		{rel: "a/b", want: "a/b"},
+		{rel: "/a//b/../c", want: "a/c"},
+		{rel: "a/.snapshots/s/f", want: "a/.snapshots/s/f"},
+		{rel: "/", err: ErrIsDir},
+		{rel: "../x", err: ErrNoHistory, says: "leaves the tree"},
+		{rel: ".snapshots", err: ErrIsDir},
+		{rel: ".snapshots/s", err: ErrIsDir},
+		{rel: ".snapshots/s/d/f", err: ErrNoHistory, says: "log the live path d/f"},
+		{rel: ".history/f", err: ErrNoHistory, says: "inside .history"},
+	} {
+		got, err := cleanRel(c.rel)
+		switch {
+		case c.err == nil && (err != nil || got != c.want):
+			t.Errorf("cleanRel(%q) = %q, %v; want %q", c.rel, got, err, c.want)
+		case c.err != nil && (!errors.Is(err, c.err) || !strings.Contains(err.Error(), c.says)):
+			t.Errorf("cleanRel(%q): error %v, want %v saying %q", c.rel, err, c.err, c.says)
 		}
 	}
 }
