@@ -86,7 +86,7 @@ func checkFiles(dir string, opt badger.Options) (err error) {
 	defer recoverCorrupt(dir, &err)
 	f, err := os.Open(filepath.Join(dir, badger.ManifestFilename))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return manifestLost(dir)
 	}
 	if err != nil {
 		return fmt.Errorf("index: %w", err)
@@ -110,6 +110,24 @@ func checkFiles(dir string, opt badger.Options) (err error) {
 		}
 	}
 	return nil
+}
+
+// manifestLost reports an index in dir without a MANIFEST but with
+// tables or logs as corrupt. Badger writes its MANIFEST (and fsyncs the
+// directory) before it makes any log, so only a new index has none; on
+// any other it would start a new MANIFEST and delete every table and
+// value log the lost one listed: the whole index, for a lost file that a
+// copy or a backup could put back.
+func manifestLost(dir string) error {
+	var found []string
+	for _, pat := range []string{"*.sst", "*.vlog", "*.mem"} {
+		m, _ := filepath.Glob(filepath.Join(dir, pat))
+		found = append(found, m...)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	return corrupt(dir, badger.ManifestFilename, fmt.Sprintf("missing, while the index holds %d tables and logs (%s, ...)", len(found), filepath.Base(found[0])))
 }
 
 // checkLogHeaders checks the header of each value log and memtable log:

@@ -127,3 +127,46 @@ func checkCorruptRun(t *testing.T, name string, off int64, store, clean string) 
 	}
 	return true
 }
+
+// TestIndexManifestMissingCLI: an index whose MANIFEST is gone (deleted
+// by hand, lost by its file system) is corrupt, not a new index: badger,
+// opening it, would start a new MANIFEST and delete every table and
+// value log the missing one listed, and verify, the command meant to
+// diagnose the store, did so (a user review). Each command must say on
+// one line that the index is corrupt and leave every file of the index
+// where it was; with the MANIFEST put back the store verifies clean.
+func TestIndexManifestMissingCLI(t *testing.T) {
+	store := makeStore(t, 40, 6)
+	dir := filepath.Join(store, "index")
+	before, _ := filepath.Glob(filepath.Join(dir, "*"))
+	manifest := filepath.Join(dir, "MANIFEST")
+	saved := filepath.Join(t.TempDir(), "MANIFEST")
+	if err := os.Rename(manifest, saved); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"verify", store}, {"stats", store}, {"gc", store}, {"repack", store}, {"snapshot", "create", store, "x"}} {
+		r := runCLI(t, nil, args...)
+		want := exitFailure
+		if args[0] == "verify" {
+			want = exitProblems
+		}
+		out := r.stdout + r.stderr
+		if r.code != want || !strings.Contains(out, "/index is corrupt: ") || !strings.Contains(out, "MANIFEST") {
+			t.Errorf("%v: exit %d (want %d), stdout %q, stderr %q", args, r.code, want, r.stdout, r.stderr)
+		}
+		for _, p := range before {
+			if filepath.Base(p) == "MANIFEST" {
+				continue
+			}
+			if _, err := os.Stat(p); err != nil {
+				t.Fatalf("%v removed %s of the index: %v", args, filepath.Base(p), err)
+			}
+		}
+	}
+	if err := os.Rename(saved, manifest); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, nil, "verify", store); r.code != exitOK {
+		t.Fatalf("the store with its MANIFEST back: %+v", r)
+	}
+}
