@@ -18,21 +18,80 @@ import (
 //
 // A record of live.ids is durable before the first revision of its
 // store file is put (see storesink.go), so after a crash every store
-// file with a revision is still mapped from its live file.
+// file with a revision is still mapped from its live file. A live file
+// with content (and not too large to record) and a FileID that live.ids
+// does not map, and that the pending journal does not name either (a change the next mount
+// records), was recorded under a mapping live.ids lost: LiveFiles then
+// fails (errIDs), as gc would take that file's history for a deleted
+// file's and remove it.
 func LiveFiles(dir string) (map[index.FileID]bool, error) {
 	ids, err := readIDs(dir)
 	if err != nil {
 		return nil, err
 	}
+	pending, err := journaledFiles(dir)
+	if err != nil {
+		return nil, err
+	}
 	live := map[index.FileID]bool{}
-	err = eachLiveFile(dir, ids, func(f index.FileID, _ string) { live[f] = true })
-	return live, err
+	var lost []string
+	err = walkLiveFiles(dir, ids, func(f index.FileID, _ string) { live[f] = true }, func(id dfs.FileID, rel string, size int64) bool {
+		if size > 0 && size <= maxRecordBytes && !pending[id] {
+			lost = append(lost, rel)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(lost) > 0 {
+		return nil, unmappedError(dir, lost[0], len(lost))
+	}
+	return live, nil
+}
+
+// unmappedError says that n live files of the store in dir, first among
+// them rel, have no history in live.ids although a mount recorded them.
+func unmappedError(dir, rel string, n int) error {
+	return fmt.Errorf("%s: %w: it maps no history to %d live file(s) with content and an id (%s first), which the pending journal does not name either; their histories would be taken for deleted files' (deltafs verify lists them; put back the live.ids of a copy or backup of the store)",
+		filepath.Join(dir, idsFile), errIDs, n, rel)
+}
+
+// lostMapping returns a live file of the store in dir that a mount
+// recorded but ids (live.ids as read) does not map, if there is one
+// (see LiveFiles): the mount checks for one when ids is empty (a
+// live.ids lost, or replaced by an empty file), before it would record
+// every such file as a new one.
+func lostMapping(dir string, ids map[dfs.FileID]index.FileID) (string, error) {
+	pending, err := journaledFiles(dir)
+	if err != nil {
+		return "", err
+	}
+	var lost string
+	err = walkLiveFiles(dir, ids, nil, func(id dfs.FileID, rel string, size int64) bool {
+		if size > 0 && size <= maxRecordBytes && !pending[id] {
+			lost = rel
+			return false
+		}
+		return true
+	})
+	return lost, err
 }
 
 // eachLiveFile calls fn with the store file and the path (relative to the
 // tree root) of every regular file under dir/live whose FileID ids maps
 // to a store file.
 func eachLiveFile(dir string, ids map[dfs.FileID]index.FileID, fn func(index.FileID, string)) error {
+	return walkLiveFiles(dir, ids, fn, nil)
+}
+
+// errStopWalk ends walkLiveFiles early.
+var errStopWalk = errors.New("stop")
+
+// walkLiveFiles is eachLiveFile that also calls unmapped (if not nil)
+// with the FileID, path and size of every regular file with a FileID
+// that ids does not map, until unmapped returns false.
+func walkLiveFiles(dir string, ids map[dfs.FileID]index.FileID, fn func(index.FileID, string), unmapped func(dfs.FileID, string, int64) bool) error {
 	root := filepath.Join(dir, liveDir)
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -51,13 +110,33 @@ func eachLiveFile(dir string, ids map[dfs.FileID]index.FileID, fn func(index.Fil
 		if err != nil {
 			return err
 		}
-		if f, ok := ids[id]; ok && !id.IsZero() {
-			rel, _ := filepath.Rel(root, path)
-			fn(f, filepath.ToSlash(rel))
+		if id.IsZero() {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if f, ok := ids[id]; ok {
+			if fn != nil {
+				fn(f, rel)
+			}
+			return nil
+		}
+		if unmapped == nil {
+			return nil
+		}
+		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !unmapped(id, rel, info.Size()) {
+			return errStopWalk
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errStopWalk) {
 		return fmt.Errorf("live files of %s: %w", dir, err)
 	}
 	return nil

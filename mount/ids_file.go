@@ -43,6 +43,9 @@ var idsHeader = []byte("dfsids\x00\x02")
 const (
 	idRecordLen   = 28
 	idRecordLenV1 = 24
+	// maxV1FileID bounds the store FileIDs of a plausible format 1
+	// record: store files are numbered from 1, one per file ever made.
+	maxV1FileID = 1 << 40
 )
 
 var idsCRC = crc32.MakeTable(crc32.Castagnoli)
@@ -83,7 +86,14 @@ func parseIDs(b []byte, ids map[fs.FileID]index.FileID) (scan idsScan, err error
 		scan.v1 = true
 		for ; scan.good+idRecordLenV1 <= len(b); scan.good += idRecordLenV1 {
 			r := b[scan.good:]
-			setID(ids, fs.FileID(r[:16]), index.FileID(binary.BigEndian.Uint64(r[16:])))
+			fid := index.FileID(binary.BigEndian.Uint64(r[16:]))
+			if fid >= maxV1FileID {
+				// Store files are numbered from 1 up: this is no ids
+				// file (garbage in its place), and rewritten as format
+				// 2 it would lose every mapping.
+				return scan, fmt.Errorf("%w: no header, and the record at byte %d names store file %d", errIDs, scan.good, fid)
+			}
+			setID(ids, fs.FileID(r[:16]), fid)
 		}
 		return scan, nil
 	}
@@ -137,6 +147,23 @@ func readIDs(dir string) (map[fs.FileID]index.FileID, error) {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return ids, nil
+}
+
+// checkIDsKept fails if the store in dir lost its live.ids: the file
+// maps no live file (missing, or emptied) while a live file a mount
+// recorded is there (lostMapping). The mount would otherwise record
+// every live file as a new one, and gc take their histories for
+// deleted files'.
+func checkIDsKept(dir string) error {
+	ids, err := readIDs(dir)
+	if err != nil || len(ids) > 0 {
+		return err
+	}
+	lost, err := lostMapping(dir, ids)
+	if err != nil || lost == "" {
+		return err
+	}
+	return unmappedError(dir, lost, 1)
 }
 
 // openIDs reads the ids file at path into ids and opens it for

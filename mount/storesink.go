@@ -86,6 +86,9 @@ type idsLog interface {
 func openStoreSink(st *objstore.Store, path string, log *slog.Logger) (*storeSink, error) {
 	s := &storeSink{st: st, log: log, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}, restoring: map[index.FileID]index.RevID{}, adopting: map[fs.FileID]index.FileID{}, forked: map[fs.FileID]index.RevID{}, saveWindow: saveWindow,
 		live: filepath.Join(filepath.Dir(path), liveDir)}
+	if err := checkIDsKept(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
 	f, err := openIDs(st, path, s.ids, log)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestLostIDsFileRefused: live.ids maps each live file to its history.
+// With it deleted, or garbage in its place, gc took every live file for
+// new and their histories for deleted files', and removed them (exit
+// 0), and a mount recorded every live file as a new one (a user
+// review). Now gc and mount refuse on one line and change nothing;
+// with live.ids put back, the histories are all there.
+func TestLostIDsFileRefused(t *testing.T) {
+	store, mnt := newMountDirs(t)
+	p := startMount(t, store, mnt)
+	for _, name := range []string{"a.txt", "b.txt", "sub/c.txt"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(mnt, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if err := os.WriteFile(filepath.Join(mnt, name), bytes.Repeat([]byte(name+" version "+string(rune('0'+i))+"\n"), 100), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if r := runBinary(t, nil, "log", filepath.Join(mnt, name)); r.code != exitOK { // waits for the revision
+				t.Fatalf("log: %+v", r)
+			}
+		}
+	}
+	p.stop(t, syscall.SIGTERM)
+	ids := filepath.Join(store, "live.ids")
+	saved, err := os.ReadFile(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, damage := range []struct {
+		name string
+		do   func() error
+	}{
+		{"deleted", func() error { return os.Remove(ids) }},
+		{"emptied", func() error { return os.WriteFile(ids, nil, 0o600) }},
+		{"garbage", func() error { return os.WriteFile(ids, bytes.Repeat([]byte("not an ids file "), 8), 0o600) }},
+	} {
+		t.Run(damage.name, func(t *testing.T) {
+			if err := damage.do(); err != nil {
+				t.Fatal(err)
+			}
+			damaged, _ := os.ReadFile(ids)
+			live := treeOf(t, filepath.Join(store, "live"))
+			for _, args := range [][]string{{"gc", store}, {"mount", store, t.TempDir()}} {
+				var r result
+				if args[0] == "mount" {
+					r = refusedMount(t, args[1], args[2])
+				} else {
+					r = runBinary(t, nil, args...)
+				}
+				requireOneErrorLine(t, r, exitFailure, "live.ids")
+				if !strings.Contains(r.stderr, "damaged live.ids") {
+					t.Errorf("%v: %q does not say live.ids is damaged", args, r.stderr)
+				}
+				if now, _ := os.ReadFile(ids); !bytes.Equal(now, damaged) {
+					t.Fatalf("%v changed the damaged live.ids", args)
+				}
+				if now := treeOf(t, filepath.Join(store, "live")); strings.Join(now, "\n") != strings.Join(live, "\n") {
+					t.Fatalf("%v changed the live tree: %q, was %q", args, now, live)
+				}
+			}
+			if err := os.WriteFile(ids, saved, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if r := runBinary(t, nil, "gc", store); r.code != exitOK {
+				t.Fatalf("gc with live.ids back: %+v", r)
+			}
+			for _, name := range []string{"a.txt", "b.txt", "sub/c.txt"} {
+				r := runBinary(t, nil, "log", "--store", store, name)
+				if r.code != exitOK || strings.Count(r.stdout, "\n") != 3 {
+					t.Fatalf("log of %s after gc: %+v", name, r)
+				}
+			}
+		})
+	}
+}
