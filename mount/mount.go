@@ -412,15 +412,18 @@ func (m *running) close(ctx context.Context) error {
 		}
 		errs = append(errs, m.jnl.close())
 	}
-	errs = append(errs, m.st.Close())
-	err := errors.Join(errs...)
-	if m.marked && err == nil && pending == 0 && m.stopped && m.checking {
+	// The mark goes before the store lock: "deltafs umount" returns once
+	// the lock is free, and a mount started then makes its own mark,
+	// which a removal after the lock would take away.
+	return m.st.CloseThen(func(closeErr error) error {
+		if !m.marked || errors.Join(append(errs, closeErr)...) != nil || pending != 0 || !m.stopped || !m.checking {
+			return errors.Join(errs...)
+		}
 		// Everything recorded, nothing serves the tree any more, and a
 		// check the last unclean end asked for was done: the next
 		// mount need not check it. The live files are made durable
 		// first, as an unmount of a disk would: a cut after a clean
 		// end must not take back what the history holds.
-		err = errors.Join(syncLive(filepath.Join(m.store, liveDir)), markClean(m.store))
-	}
-	return err
+		return errors.Join(syncLive(filepath.Join(m.store, liveDir)), markClean(m.store))
+	})
 }

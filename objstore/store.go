@@ -257,7 +257,14 @@ func (s *Store) Config() Config { return s.cfg }
 // Close commits any appended puts still waiting for a group commit, then
 // releases the index, the segment files and the lock. Callers must not
 // start Puts or Gets concurrently with it.
-func (s *Store) Close() error {
+func (s *Store) Close() error { return s.CloseThen(nil) }
+
+// CloseThen is Close that calls then (if not nil) with the error of
+// closing, once everything but the store lock is closed and before the
+// lock is let go, and joins its error to the result: a holder's last
+// change to the store directory (the mount's clean mark) is done before
+// another process may open the store.
+func (s *Store) CloseThen(then func(closeErr error) error) error {
 	s.cmu.Lock() // as in wait: cmu before wmu; waits for an in-flight commit
 	defer s.cmu.Unlock()
 	s.wmu.Lock()
@@ -281,6 +288,9 @@ func (s *Store) Close() error {
 	s.senc.Close()
 	s.fenc.Close()
 	s.dec.Close()
+	if then != nil {
+		errs = append(errs, then(errors.Join(errs...)))
+	}
 	if s.lock != nil { // nil: recoverThenOpen keeps it
 		errs = append(errs, s.lock.release())
 	}
