@@ -170,3 +170,42 @@ func flipByte(t *testing.T, path string, off int64, mask byte) {
 		t.Fatal(err)
 	}
 }
+
+// A segment file that is gone lost the records the index names in it:
+// reading one of them is corruption (an I/O error in the mount), not
+// "no such file or directory" (which the mount served for a file its
+// listing showed, a user review).
+func TestMissingSegmentIsCorrupt(t *testing.T) {
+	dir, entries, texts := buildCorruptFixture(t)
+	copyDir := filepath.Join(t.TempDir(), "store")
+	copyTree(t, dir, copyDir)
+	if err := os.Remove(filepath.Join(copyDir, "segments", segName(1))); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(copyDir, Config{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	lost, read := 0, 0
+	for id, e := range entries {
+		if e.Kind == index.KindDedup {
+			continue
+		}
+		got, err := s.Get(context.Background(), id)
+		switch {
+		case err == nil:
+			if !bytes.Equal(got, texts[id]) {
+				t.Fatalf("%v: wrong bytes", id)
+			}
+			read++
+		case !errors.Is(err, ErrCorrupt) || errors.Is(err, os.ErrNotExist):
+			t.Fatalf("%v: %v, want corruption, not a missing file", id, err)
+		default:
+			lost++
+		}
+	}
+	if lost == 0 {
+		t.Fatalf("no revision lost (%d read) with segment 1 gone", read)
+	}
+}

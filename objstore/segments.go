@@ -239,7 +239,7 @@ var errShort = errors.New("segment shorter than the index says")
 
 // readAt reads n bytes of segment seg at off.
 func (s *segments) readAt(seg uint32, off uint64, n int) ([]byte, error) {
-	f, err := s.file(seg, false)
+	f, err := s.readFile(seg)
 	if err != nil {
 		return nil, err
 	}
@@ -253,11 +253,22 @@ func (s *segments) readAt(seg uint32, off uint64, n int) ([]byte, error) {
 // readInto fills b from segment seg at off, for a reader that recycles
 // its buffer.
 func (s *segments) readInto(seg uint32, off uint64, b []byte) error {
-	f, err := s.file(seg, false)
+	f, err := s.readFile(seg)
 	if err != nil {
 		return err
 	}
 	return readFull(f, seg, off, b)
+}
+
+// readFile opens segment seg for a read of records the index names: a
+// segment that is not there lost them (errShort: the reader reports
+// the revision corrupt, an I/O error in the mount, not "no such file").
+func (s *segments) readFile(seg uint32) (*os.File, error) {
+	f, err := s.file(seg, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: segment %d is missing", errShort, seg)
+	}
+	return f, err
 }
 
 func readFull(f *os.File, seg uint32, off uint64, b []byte) error {
