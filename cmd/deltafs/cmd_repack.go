@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -71,8 +72,8 @@ does. A progress bar is shown when stderr is a terminal.`,
 
 // runRepack repacks the store and prints the report.
 func runRepack(cmd *cobra.Command, store string, fl repackFlags) error {
-	if fl.opt.Window < 1 || fl.opt.MaxChain < 1 || fl.opt.MaxReadRatio <= 0 || fl.opt.Jobs < 0 {
-		return usageErrorf("--window, --max-chain and --max-read-ratio must be positive, --jobs not negative")
+	if fl.opt.Window < 1 || fl.opt.MaxChain < 1 || !(fl.opt.MaxReadRatio > 0) || math.IsInf(fl.opt.MaxReadRatio, 0) || fl.opt.Jobs < 0 {
+		return usageErrorf("--window, --max-chain and --max-read-ratio must be positive (the ratio a finite number), --jobs not negative")
 	}
 	if err := checkStorePath(store); err != nil {
 		return err

@@ -19,6 +19,8 @@ func TestFlagValueErrors(t *testing.T) {
 		{[]string{"log", "--store", store, "--id", "99999999999999999999"}, `"--id" flag: out of range (see`},
 		{[]string{"log", "--store", store, "--id", "-1"}, `"--id" flag: must not be negative (see`},
 		{[]string{"repack", "--max-read-ratio", "x", store}, `"--max-read-ratio" flag: not a number (see`},
+		{[]string{"repack", "--max-read-ratio", "nan", store}, `--max-read-ratio must be positive`},
+		{[]string{"repack", "--max-read-ratio", "+Inf", store}, `--max-read-ratio must be positive`},
 		{[]string{"log", "--store", store, "a.txt", "--json=maybe"}, `"--json" flag: want true or false (see`},
 		{[]string{"mount", "--fsync-interval", "1x", store, t.TempDir()}, `"--fsync-interval" flag: not a duration`},
 	} {
