@@ -201,6 +201,10 @@ func sameContent(p string, want []byte) (bool, error) {
 type VerifyReport struct {
 	Store objstore.VerifySummary
 	Live  LiveSummary
+	// InterruptedRepack is the bytes a killed repack left in
+	// STORE/repack/: not a problem (the next repack with the same
+	// options resumes it), but space verify names.
+	InterruptedRepack int64 `json:",omitempty"`
 }
 
 // Problems is the total of problems found.
@@ -215,6 +219,9 @@ func VerifyOffline(ctx context.Context, st *objstore.Store, dir string, report f
 	var r VerifyReport
 	var err error
 	if r.Store, err = st.VerifyAll(ctx, report, progress); err != nil {
+		return r, err
+	}
+	if r.InterruptedRepack, err = st.InterruptedRepackBytes(); err != nil {
 		return r, err
 	}
 	ids, err := readIDs(dir)
@@ -256,6 +263,9 @@ func (m *running) verify(ctx context.Context, report func(objstore.Problem), pro
 	}
 	var err error
 	if r.Store, err = m.st.VerifyAll(ctx, report, progress); err != nil {
+		return r, err
+	}
+	if r.InterruptedRepack, err = m.st.InterruptedRepackBytes(); err != nil {
 		return r, err
 	}
 	c := &liveCheck{st: m.st, live: filepath.Join(m.store, liveDir), report: report, settle: m.rec.Sync,

@@ -85,6 +85,9 @@ type verifyResult struct {
 	Pending   int64           `json:"live_pending"` // change not recorded yet: open for writing, or left to the next mount
 	Clean     bool            `json:"clean"`
 	Problems  []verifyProblem `json:"problems"`
+	// InterruptedRepack: bytes a killed repack left in STORE/repack/
+	// (not a problem).
+	InterruptedRepack int64 `json:"interrupted_repack_bytes,omitempty"`
 }
 
 // problemsError says verify ran and found problems (exit code exitProblems).
@@ -185,6 +188,7 @@ func finishVerify(out io.Writer, res verifyResult, rep mount.VerifyReport, asJSO
 	st := rep.Store
 	res.Files, res.Revisions, res.Segments, res.Snapshots, res.Trees = st.Files, st.Revisions, st.Segments, st.Snapshots, st.Trees
 	res.LiveFiles, res.Pending = rep.Live.Files, rep.Live.Pending
+	res.InterruptedRepack = rep.InterruptedRepack
 	n := len(res.Problems)
 	res.Clean = n == 0
 	if asJSON {
@@ -202,6 +206,9 @@ func finishVerify(out io.Writer, res verifyResult, rep mount.VerifyReport, asJSO
 				hold = "holds a change"
 			}
 			verdict += fmt.Sprintf(" (%s %s not recorded yet: open for writing, or left to the next mount)", count(res.Pending, "live file"), hold)
+		}
+		if res.InterruptedRepack > 0 {
+			verdict += fmt.Sprintf("; an interrupted repack left %d bytes in its repack/ (the next repack with the same options resumes it, any other discards it)", res.InterruptedRepack)
 		}
 		fmt.Fprintf(out, "verified %s of %s, %s (%s) and %s in %s: %s\n",
 			count(res.Revisions, "revision"), count(res.Files, "file"), count(res.Snapshots, "snapshot"),
