@@ -151,7 +151,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if reg {
 		nlink--
 	}
-	n.fsys.rec.Removed(Remove{Path: n.childRel(name), ID: id, Nlink: nlink})
+	n.fsys.rec.Removed(Remove{Path: n.childRel(name), ID: id, Nlink: nlink, Uid: st.Uid})
 	return 0
 }
 
@@ -175,10 +175,15 @@ func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
 		ino = n.childIno(name)
 	}
 	redo := reg && n.fsys.redoing()
+	var uid uint32
 	if pend := reg && ino != 0 && n.fsys.refs.pending(ino); pend || reg && n.fsys.unlinks || redo {
 		p := n.childPath(name)
 		if id.IsZero() {
 			id = readID(p)
+		}
+		var st syscall.Stat_t
+		if n.fsys.unlinks && !id.IsZero() && syscall.Lstat(p, &st) == nil {
+			uid = st.Uid // whose file leaves the path (vacated paths)
 		}
 		if pend {
 			if errno := n.fsys.keepRemoved(ctx, p, ino, id); errno != 0 {
@@ -196,7 +201,7 @@ func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
 	}
 	n.touchChild(ino)
 	if reg && n.fsys.unlinks && !id.IsZero() {
-		n.fsys.rec.Removed(Remove{Path: n.childRel(name), ID: id})
+		n.fsys.rec.Removed(Remove{Path: n.childRel(name), ID: id, Uid: uid})
 	}
 	return 0
 }
@@ -265,11 +270,11 @@ func (n *Node) renameEvent(name string, np *Node, newName string, flags uint32) 
 	if syscall.Lstat(from, &st) == nil {
 		ev.Dir = st.Mode&syscall.S_IFMT == syscall.S_IFDIR
 		if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
-			ev.ID = readID(from)
+			ev.ID, ev.Uid = readID(from), st.Uid
 		}
 	}
 	if syscall.Lstat(to, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG {
-		ev.Replaced = readID(to)
+		ev.Replaced, ev.ReplacedUid = readID(to), st.Uid
 		if st.Nlink > 1 && !ev.Exchange && !ev.Replaced.IsZero() {
 			ev.ReplacedLivesAt = np.otherLink(newName, n, st.Ino)
 		}

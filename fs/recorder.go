@@ -57,6 +57,7 @@ type Change struct {
 	Path string // live-tree relative, slash-separated, at the time of the report
 	ID   FileID
 	Ino  uint64 // inode number of the live file
+	Uid  uint32 // the live file's owner at the report
 
 	Dirty []Range // written ranges, sorted, disjoint, not adjacent, clipped to Size
 	Kept  int64   // prefix of the previous revision that may survive (see above)
@@ -109,6 +110,10 @@ type Rename struct {
 	ReplacedLivesAt string
 	Exchange        bool // RENAME_EXCHANGE: From now names what To named
 	Dir             bool // a directory moved: every path under From moved too
+	// Uid and ReplacedUid are the owners of ID and Replaced: a history
+	// goes on from one file to another only between files of one owner
+	// (a file's .history is its owner's to read).
+	Uid, ReplacedUid uint32
 }
 
 // Remove reports that a name was removed from the live tree.
@@ -117,6 +122,7 @@ type Remove struct {
 	ID    FileID // zero unless a regular file
 	Dir   bool
 	Nlink uint32 // links left to the inode (regular files; 0: gone, or not gathered: see UnlinkListener)
+	Uid   uint32 // the owner of the regular file ID
 }
 
 // Link reports a new hard link Path to the file that Target names.

@@ -21,6 +21,7 @@ type session struct {
 	created bool
 	changed bool
 	sources []FileRef
+	uid     uint32 // the file's owner at the last report
 
 	// baseline is the size and mtime when the session (re)started; a
 	// passthrough writer changed the file if they moved.
@@ -113,11 +114,11 @@ func (s *session) aroundSetattr(path string, out *fuse.AttrOut, setattr func() s
 func (s *session) report(st *syscall.Stat_t, path string, fsync bool) Change {
 	size := s.baseSize
 	if st != nil {
-		size = st.Size
+		size, s.uid = st.Size, st.Uid
 	}
 	s.dirty.clip(size)
 	c := Change{
-		Path: path, ID: s.id, Ino: s.ino,
+		Path: path, ID: s.id, Ino: s.ino, Uid: s.uid,
 		Dirty: s.dirty.ranges(), Kept: min(s.kept, size), Size: size,
 		Whole: s.whole, New: s.created, Sources: s.sources, Fsync: fsync,
 	}

@@ -3,6 +3,8 @@ package mount
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"syscall"
 
 	"github.com/deltafs/deltafs/fs"
 )
@@ -33,7 +35,11 @@ var (
 // (Recorder.dirtied).
 func (r journaled) Dirtied(id fs.FileID, path string) {
 	if r.j != nil {
-		r.j.dirtied(id, path, r.Recorder.leftBy(path, id))
+		r.j.dirtied(id, path, r.Recorder.leftBy(path, id, func() (uint32, bool) {
+			var st syscall.Stat_t
+			err := syscall.Lstat(filepath.Join(filepath.Dir(r.j.path), liveDir, filepath.FromSlash(path)), &st)
+			return st.Uid, err == nil
+		}))
 	}
 	r.Recorder.dirtied(id)
 }

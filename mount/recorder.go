@@ -191,7 +191,7 @@ func (r *Recorder) Changed(c fs.Change) {
 		r.births.born(c.ID, now)
 	}
 	if c.New && cont.IsZero() && !c.ID.IsZero() {
-		cont, livesAt = r.succeed(c.Path, c.ID, now)
+		cont, livesAt = r.succeed(c.Path, c.ID, c.Uid, now)
 	}
 	wait := time.Duration(0)
 	if c.Fsync {
@@ -333,12 +333,13 @@ func (r *Recorder) Renamed(ev fs.Rename) {
 			r.releaseLocked(ev.Replaced) // the original's revision comes first
 		}
 		switch {
-		case !ev.Replaced.IsZero() && !ev.Exchange && h.c.New:
+		case !ev.Replaced.IsZero() && !ev.Exchange && h.c.New && ev.Uid == ev.ReplacedUid:
 			// (a replaced file that lives on through another link forks
-			// at the rename's own event: storeSink.renamedOver)
+			// at the rename's own event: storeSink.renamedOver; another
+			// owner's file does not take the replaced one's history)
 			h.continues, h.livesAt = ev.Replaced, ""
 		case ev.Replaced.IsZero() && !ev.Exchange && h.c.New && h.continues.IsZero():
-			h.continues, h.livesAt = r.succeed(ev.To, ev.ID, time.Now())
+			h.continues, h.livesAt = r.succeed(ev.To, ev.ID, ev.Uid, time.Now())
 		}
 		h.c.Path = ev.To
 		r.releaseLocked(ev.ID)
@@ -353,7 +354,7 @@ func (r *Recorder) Removed(ev fs.Remove) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !ev.Dir && !ev.ID.IsZero() {
-		r.vac.left(ev.Path, ev.ID, "", time.Now())
+		r.vac.left(ev.Path, ev.ID, ev.Uid, "", time.Now())
 	}
 	r.pushUnlessIgnored(Event{Remove: &ev, Moved: r.moves.moved(ev.ID)})
 }

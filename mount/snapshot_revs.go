@@ -99,7 +99,7 @@ type liveRevs struct {
 	// successor, if set, is Recorder.Successor: the file whose history
 	// a file with none continues (a save that left the path and made a
 	// new file there, still open for writing), and where that one lives.
-	successor func(path string, id fs.FileID) (fs.FileID, string)
+	successor func(path string, id fs.FileID, uid uint32) (fs.FileID, string)
 	// read counts the bytes read from live files (to compare or record
 	// them); tests check that a snapshot reads what changed, no more.
 	read atomic.Int64
@@ -142,7 +142,11 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 	if !known && fid == 0 && !id.IsZero() && r.successor != nil {
 		// The new file of a save still being written: the history of
 		// the file that left its path, as its report would continue it.
-		if old, livesAt := r.successor(r.rel(path), id); !old.IsZero() && s.ids[old] != 0 {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(path, &st); err != nil {
+			return index.RevID{}, 0, err
+		}
+		if old, livesAt := r.successor(r.rel(path), id, st.Uid); !old.IsZero() && s.ids[old] != 0 {
 			fid = s.ids[old]
 			if err := s.transfer(id, old, fid); err != nil {
 				return index.RevID{}, 0, err

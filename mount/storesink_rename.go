@@ -42,7 +42,10 @@ func (s *storeSink) renamedOver(ctx context.Context, r *fs.Rename) error {
 		return nil
 	}
 	own, hasOwn := s.ids[r.ID]
-	if hasOwn && (own == fid || !s.youngerThan(own, s.saveWindow)) {
+	if hasOwn && (own == fid || !s.youngerThan(own, s.saveWindow)) || r.Uid != r.ReplacedUid {
+		// (Another owner's file does not take the replaced one's
+		// history: a file's .history is its owner's to read. The
+		// replaced one keeps it, also under another hard link.)
 		return nil
 	}
 	if err := s.transfer(r.ID, r.Replaced, fid); err != nil {

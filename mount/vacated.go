@@ -43,6 +43,7 @@ const maxVacated = 1024
 // vacate is a file that left a path.
 type vacate struct {
 	id  fs.FileID
+	uid uint32 // its owner: only a file of the same owner continues its history
 	at  time.Time
 	to  string // where it was renamed to; "" when unlinked
 	seq uint64 // the order of the departures, see vacated.order
@@ -72,7 +73,7 @@ func (v *vacated) current(k vacatedKey) bool {
 // left notes that file id left path at time at (renamed to to, or
 // unlinked when to is ""), forgetting what expired and what is past
 // the cap.
-func (v *vacated) left(path string, id fs.FileID, to string, at time.Time) {
+func (v *vacated) left(path string, id fs.FileID, uid uint32, to string, at time.Time) {
 	if v.byPath == nil {
 		v.byPath, v.byID = map[string]vacate{}, map[fs.FileID]string{}
 	}
@@ -81,7 +82,7 @@ func (v *vacated) left(path string, id fs.FileID, to string, at time.Time) {
 		v.forget(p)
 	}
 	v.seq++
-	v.byPath[path], v.byID[id] = vacate{id: id, at: at, to: to, seq: v.seq}, path
+	v.byPath[path], v.byID[id] = vacate{id: id, uid: uid, at: at, to: to, seq: v.seq}, path
 	v.order = append(v.order, vacatedKey{path, at, v.seq})
 	for len(v.order) > 0 && (len(v.byPath) > maxVacated || at.Sub(v.order[0].at) >= v.window) {
 		k := v.order[0]
@@ -129,10 +130,13 @@ func (v *vacated) movedDir(dir string) {
 }
 
 // take returns, and forgets, the file that left path less than
-// vacateWindow before now, unless it is id (the new file itself).
-func (v *vacated) take(path string, id fs.FileID, now time.Time) (vacate, bool) {
+// vacateWindow before now, unless it is id (the new file itself) or
+// another owner's than uid, id's: a history is its owner's to read
+// (.history), and another user's new file at the path must not show the
+// old file's revisions to its owner.
+func (v *vacated) take(path string, id fs.FileID, uid uint32, now time.Time) (vacate, bool) {
 	e, ok := v.byPath[path]
-	if !ok || e.id == id || now.Sub(e.at) >= v.window {
+	if !ok || e.id == id || now.Sub(e.at) >= v.window || e.uid != uid {
 		return vacate{}, false
 	}
 	v.forget(path)
@@ -143,8 +147,8 @@ func (v *vacated) take(path string, id fs.FileID, now time.Time) (vacate, bool) 
 // renamed there), continues (zero: none) and where that file lives on,
 // with r.mu held. That file's held change is queued first, so that the
 // sink knows its history when it records id's.
-func (r *Recorder) succeed(path string, id fs.FileID, now time.Time) (fs.FileID, string) {
-	v, ok := r.vac.take(path, id, now)
+func (r *Recorder) succeed(path string, id fs.FileID, uid uint32, now time.Time) (fs.FileID, string) {
+	v, ok := r.vac.take(path, id, uid, now)
 	if !ok {
 		return fs.FileID{}, ""
 	}
@@ -157,10 +161,10 @@ func (r *Recorder) succeed(path string, id fs.FileID, now time.Time) (fs.FileID,
 // open for writing): the file it continues, if any, and where that one
 // lives on. The path is then taken, and the file's own report later
 // continues nothing: it is bound to the history by then.
-func (r *Recorder) Successor(path string, id fs.FileID) (fs.FileID, string) {
+func (r *Recorder) Successor(path string, id fs.FileID, uid uint32) (fs.FileID, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.succeed(path, id, time.Now())
+	return r.succeed(path, id, uid, time.Now())
 }
 
 // leftBy returns the file that left path less than vacateWindow ago,
@@ -168,11 +172,17 @@ func (r *Recorder) Successor(path string, id fs.FileID) (fs.FileID, string) {
 // continues, once its first report takes the path (succeed). The
 // journal notes it at the new file's first write, for a redo after a
 // crash, when the Recorder's memory is gone.
-func (r *Recorder) leftBy(path string, id fs.FileID) fs.FileID {
+//
+// owner returns the new file's owner; it is called only when a file
+// left the path, and that file's owner must be the same (take).
+func (r *Recorder) leftBy(path string, id fs.FileID, owner func() (uint32, bool)) fs.FileID {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	e, ok := r.vac.byPath[path]
+	r.mu.Unlock()
 	if !ok || e.id == id || time.Since(e.at) >= r.vac.window {
+		return fs.FileID{}
+	}
+	if uid, ok := owner(); !ok || uid != e.uid {
 		return fs.FileID{}
 	}
 	return e.id
@@ -195,7 +205,7 @@ func (r *Recorder) renamedPaths(ev fs.Rename) {
 		r.vac.forget(ev.To)
 	default:
 		r.vac.forget(ev.To)
-		r.vac.left(ev.From, ev.ID, ev.To, time.Now())
+		r.vac.left(ev.From, ev.ID, ev.Uid, ev.To, time.Now())
 	}
 }
 

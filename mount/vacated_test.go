@@ -329,41 +329,41 @@ func TestVacatedMemory(t *testing.T) {
 	now := time.Now()
 	v := vacated{window: time.Minute}
 	for i := range 3 * maxVacated {
-		v.left(fmt.Sprint(i), id(i), "", now)
+		v.left(fmt.Sprint(i), id(i), 0, "", now)
 	}
 	if len(v.byPath) != maxVacated || len(v.byID) != maxVacated || len(v.order) > 2*maxVacated {
 		t.Fatalf("%d paths, %d ids, %d keys kept, want at most %d", len(v.byPath), len(v.byID), len(v.order), maxVacated)
 	}
-	if _, ok := v.take("0", id(99), now); ok {
+	if _, ok := v.take("0", id(99), 0, now); ok {
 		t.Error("the oldest path is still remembered past the cap")
 	}
 	last := fmt.Sprint(3*maxVacated - 1)
-	if _, ok := v.take(last, id(3*maxVacated-1), now); ok {
+	if _, ok := v.take(last, id(3*maxVacated-1), 0, now); ok {
 		t.Error("a file succeeds itself")
 	}
-	if e, ok := v.take(last, id(5), now); !ok || e.id != id(3*maxVacated-1) {
+	if e, ok := v.take(last, id(5), 0, now); !ok || e.id != id(3*maxVacated-1) {
 		t.Errorf("take %s: %v %v", last, e, ok)
 	}
-	if _, ok := v.take(last, id(5), now); ok {
+	if _, ok := v.take(last, id(5), 0, now); ok {
 		t.Error("a path taken twice")
 	}
 	for range 5 * maxVacated { // one path vacated again and again
-		v.left("same", id(7), "", now)
+		v.left("same", id(7), 0, "", now)
 	}
 	if len(v.order) > 2*maxVacated+1 {
 		t.Errorf("%d keys kept for %d paths", len(v.order), len(v.byPath))
 	}
-	v.left("later", id(8), "elsewhere", now.Add(2*time.Minute))
-	if _, ok := v.take("same", id(9), now.Add(2*time.Minute)); ok || len(v.byPath) != 1 {
+	v.left("later", id(8), 0, "elsewhere", now.Add(2*time.Minute))
+	if _, ok := v.take("same", id(9), 0, now.Add(2*time.Minute)); ok || len(v.byPath) != 1 {
 		t.Errorf("expired paths kept: %d", len(v.byPath))
 	}
 	v.changed(id(8))
-	if _, ok := v.take("later", id(9), now.Add(2*time.Minute)); ok {
+	if _, ok := v.take("later", id(9), 0, now.Add(2*time.Minute)); ok {
 		t.Error("a file changed after it left is still taken for a save's original")
 	}
-	v.left("dir/a", id(10), "", now)
-	v.left("dir/b/c", id(11), "", now)
-	v.left("dirx", id(12), "", now)
+	v.left("dir/a", id(10), 0, "", now)
+	v.left("dir/b/c", id(11), 0, "", now)
+	v.left("dirx", id(12), 0, "", now)
 	v.movedDir("dir")
 	if len(v.byPath) != 1 || v.byID[id(12)] != "dirx" {
 		t.Errorf("after a directory rename: %v", v.byPath)
