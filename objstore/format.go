@@ -213,6 +213,12 @@ func prepareCreate(dir string) error {
 	if len(ents) > 0 {
 		return fmt.Errorf("%s: %w (a directory that is not empty: no new store is made in it)", dir, ErrNotStore)
 	}
+	// An empty directory made before (mkdir, mktemp -d) is made private
+	// as a new one is: its live/ holds every live file, readable there
+	// without the mount and its permission checks.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("objstore: make the new store %s private: %w", dir, err)
+	}
 	return nil
 }
 

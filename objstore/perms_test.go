@@ -41,9 +41,26 @@ func checkPrivate(t *testing.T, dir string) {
 }
 
 func TestStoreFilesArePrivate(t *testing.T) {
+	for _, existing := range []bool{false, true} {
+		t.Run(map[bool]string{false: "new directory", true: "existing empty directory"}[existing], func(t *testing.T) {
+			storeFilesArePrivate(t, existing)
+		})
+	}
+}
+
+// storeFilesArePrivate makes a store, in an empty directory of mode 0755
+// made before if existing (a review found it left 0755: every user could
+// read the live files under it, mount or no mount), fills it, and checks
+// that everything in it is private, also after a repack.
+func storeFilesArePrivate(t *testing.T, existing bool) {
 	old := syscall.Umask(0o022) // the common umask, which leaves 0644/0755 as asked
 	defer syscall.Umask(old)
 	dir := filepath.Join(t.TempDir(), "store")
+	if existing {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	s, err := Open(dir, Config{Create: true, SegmentSize: 4 << 10})
 	if err != nil {
 		t.Fatal(err)
