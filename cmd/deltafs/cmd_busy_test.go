@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -101,4 +102,19 @@ func waitStderr(t *testing.T, p *mountProc, want string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestUmountFromInsideTheMount: umount run with its working directory in
+// the mount does not keep the mount busy itself (it named itself among
+// the holders and refused, exit 11; a review).
+func TestUmountFromInsideTheMount(t *testing.T) {
+	store, mnt := newMountDirs(t)
+	p := startMount(t, store, mnt)
+	cmd := exec.Command(binary, "umount", mnt)
+	cmd.Dir = mnt
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("umount from inside: %v: %s", err, out)
+	}
+	p.wait(t)
 }

@@ -62,6 +62,10 @@ func runUmount(out io.Writer, mnt string, wait time.Duration) error {
 		}
 		return fmt.Errorf("%s: %w: not a deltafs mount", abs, mount.ErrMountPoint)
 	}
+	// Run from inside the mount (cd ~/work && deltafs umount ~/work),
+	// this process's own working directory would keep it busy and be
+	// named among its holders; the paths are absolute from here on.
+	_ = os.Chdir("/")
 	store := mount.MountSource(abs)
 	if dead, err := mount.DetachDead(abs, store); err != nil {
 		return err
