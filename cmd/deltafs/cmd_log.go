@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,7 +93,7 @@ func logDeleted(cmd *cobra.Command, t *historyTarget, args []string) error {
 func printDeleted(w io.Writer, list []mount.DeletedFile, people bool) error {
 	t := newTable(w, people, "TIME\tSIZE\tFILE\tREVS\tPATH")
 	for _, d := range list {
-		t.row("%s\t%s\t%d\t%d\t%s\n", d.Time.UTC().Format(time.RFC3339), t.size(d.Size), d.File, d.Revisions, d.Path)
+		t.row("%s\t%s\t%d\t%d\t%s\n", d.Time.UTC().Format(time.RFC3339), t.size(d.Size), d.File, d.Revisions, listName(string(d.Path)))
 	}
 	return t.flush()
 }
@@ -101,7 +102,14 @@ func printDeleted(w io.Writer, list []mount.DeletedFile, people bool) error {
 func printLog(w io.Writer, l mount.FileLog, people bool) error {
 	t := newTable(w, people, "REV\tTIME\tSIZE\tBASE\tCHAIN\tSNAPSHOTS")
 	for _, r := range l.Revisions {
-		snaps := strings.Join(r.Snapshots, ",")
+		names := make([]string, len(r.Snapshots))
+		for i, n := range r.Snapshots {
+			// quoted when it holds the column's separator, or breaks lines
+			if names[i] = listName(n); names[i] == n && strings.Contains(n, ",") {
+				names[i] = strconv.Quote(n)
+			}
+		}
+		snaps := strings.Join(names, ",")
 		if snaps == "" && people {
 			snaps = "-"
 		}
