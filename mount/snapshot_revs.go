@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -142,9 +143,9 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 	if !known && fid == 0 && !id.IsZero() && r.successor != nil {
 		// The new file of a save still being written: the history of
 		// the file that left its path, as its report would continue it.
-		var st syscall.Stat_t
-		if err := syscall.Lstat(path, &st); err != nil {
-			return index.RevID{}, 0, err
+		var st syscall.Stat_t // its owner; gone meanwhile: it continues nothing
+		if syscall.Lstat(path, &st) != nil {
+			st.Uid = math.MaxUint32
 		}
 		if old, livesAt := r.successor(r.rel(path), id, st.Uid); !old.IsZero() && s.ids[old] != 0 {
 			fid = s.ids[old]
