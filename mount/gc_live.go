@@ -34,20 +34,30 @@ func LiveFiles(dir string) (map[index.FileID]bool, error) {
 		return nil, err
 	}
 	live := map[index.FileID]bool{}
-	var lost []string
+	first, n := "", 0
 	err = walkLiveFiles(dir, ids, func(f index.FileID, _ string) { live[f] = true }, func(id dfs.FileID, rel string, size int64) bool {
-		if size > 0 && size <= maxRecordBytes && !pending[id] {
-			lost = append(lost, rel)
+		if lostOne(pending, id, size) {
+			if n++; n == 1 {
+				first = rel
+			}
 		}
 		return true
 	})
 	if err != nil {
 		return nil, err
 	}
-	if len(lost) > 0 {
-		return nil, unmappedError(dir, lost[0], len(lost))
+	if n > 0 {
+		return nil, unmappedError(dir, first, n)
 	}
 	return live, nil
+}
+
+// lostOne reports whether a live file with FileID id and size bytes,
+// which live.ids does not map, was recorded under a mapping live.ids
+// lost: it has content a revision may hold, and the pending journal
+// does not name it (a change the next mount records).
+func lostOne(pending map[dfs.FileID]bool, id dfs.FileID, size int64) bool {
+	return size > 0 && size <= maxRecordBytes && !pending[id]
 }
 
 // unmappedError says that n live files of the store in dir, first among
@@ -69,11 +79,10 @@ func lostMapping(dir string, ids map[dfs.FileID]index.FileID) (string, error) {
 	}
 	var lost string
 	err = walkLiveFiles(dir, ids, nil, func(id dfs.FileID, rel string, size int64) bool {
-		if size > 0 && size <= maxRecordBytes && !pending[id] {
+		if lostOne(pending, id, size) {
 			lost = rel
-			return false
 		}
-		return true
+		return lost == ""
 	})
 	return lost, err
 }

@@ -154,7 +154,14 @@ func readIDs(dir string) (map[fs.FileID]index.FileID, error) {
 // recorded is there (lostMapping). The mount would otherwise record
 // every live file as a new one, and gc take their histories for
 // deleted files'.
+//
+// A live.ids holding a record's bytes past its header is left to the
+// parse that opens it (openIDs): read here too, a big map was read twice
+// at every mount.
 func checkIDsKept(dir string) error {
+	if st, err := os.Stat(filepath.Join(dir, idsFile)); err == nil && st.Size() >= int64(len(idsHeader)+idRecordLen) {
+		return nil
+	}
 	ids, err := readIDs(dir)
 	if err != nil || len(ids) > 0 {
 		return err
