@@ -15,9 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// xattrACLAccess is the xattr of a file's POSIX access ACL.
-const xattrACLAccess = "system.posix_acl_access"
-
 // aclEntry is one entry of a POSIX ACL in its xattr form.
 type aclEntry struct {
 	tag, perm uint16
@@ -59,7 +56,7 @@ func lgetxattr(t *testing.T, p, attr string) []byte {
 	return buf[:n]
 }
 
-// TestKernelKeepsACLs: ls -l reads system.posix_acl_access of every file
+// TestKernelKeepsACLs: on a mount with --allow-other, ls -l reads system.posix_acl_access of every file
 // it lists (coreutils 9.1), and without CAP_POSIX_ACL the kernel kept no
 // ACL: each listing of a directory of 50,000 files sent 50,000 GETXATTR
 // requests to the server. With it (Options) the kernel keeps each
@@ -133,8 +130,8 @@ func TestKernelKeepsACLs(t *testing.T) {
 }
 
 // TestLsAsksOnce: ls -l (coreutils 9.1) asks every file it lists for
-// its SELinux label and its access ACL. The kernel keeps ACLs (see
-// TestKernelKeepsACLs) but no label: every listing of a directory of
+// its SELinux label and its access ACL. With --allow-other the kernel
+// keeps ACLs (see TestKernelKeepsACLs) but no label: every listing of a directory of
 // 50,000 files sent 50,000 GETXATTR security.selinux. On a host without
 // SELinux an absent label is EOPNOTSUPP (absentXattr), after which ls
 // asks no other file of the device: a listing asks the server once. A
@@ -186,8 +183,8 @@ func TestLsAsksOnce(t *testing.T) {
 }
 
 // mountWithFiles mounts a live tree over a fresh directory with the
-// mount's options and makes n empty files in its directory d, which it
-// returns with the FS.
+// mount's options for --allow-other (the kernel keeps ACLs then) and
+// makes n empty files in its directory d, which it returns with the FS.
 func mountWithFiles(t *testing.T, n int) (*FS, string) {
 	t.Helper()
 	f, err := New(Config{LiveDir: t.TempDir()})
@@ -195,7 +192,7 @@ func mountWithFiles(t *testing.T, n int) (*FS, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() }) // after the unmount, which Mount registers later
-	mnt, _ := testutil.Mount(t, f.Root(), Options())
+	mnt, _ := testutil.Mount(t, f.Root(), Options(true))
 	dir := filepath.Join(mnt, "d")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)

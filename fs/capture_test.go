@@ -28,7 +28,7 @@ func mountReadingNew(t *testing.T) (string, *keeper) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	mnt, _ := testutil.Mount(t, f.Root(), fs.Options())
+	mnt, _ := testutil.Mount(t, f.Root(), fs.Options(false))
 	return mnt, k
 }
 

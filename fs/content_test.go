@@ -82,7 +82,7 @@ func testPendingChangesHoldBoundedDescriptors(t *testing.T, quiet bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	mnt, _ := testutil.Mount(t, f.Root(), fs.Options())
+	mnt, _ := testutil.Mount(t, f.Root(), fs.Options(false))
 
 	const n = 1500
 	before := openFds(t)

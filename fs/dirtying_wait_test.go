@@ -100,7 +100,7 @@ func mountLateWith(t *testing.T, rec *lateReader, fsys **fs.FS) *os.File {
 	if fsys != nil {
 		*fsys = f
 	}
-	mnt, _ := testutil.Mount(t, f.Root(), fs.Options())
+	mnt, _ := testutil.Mount(t, f.Root(), fs.Options(false))
 	db, err := os.OpenFile(filepath.Join(mnt, "db"), os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)

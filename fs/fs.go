@@ -77,6 +77,9 @@ type FS struct {
 	// xattrAsks counts the GETXATTR requests of live nodes this process
 	// answered: an ACL the kernel keeps (see Options) is not asked again.
 	xattrAsks atomic.Int64
+	// getattrs counts the GETATTR requests of live nodes this process
+	// answered (see Options: who checks permissions).
+	getattrs atomic.Int64
 	// histPasses counts listings of a file's revisions served from their
 	// first entry; the kernel's cache served the others (history_cache.go).
 	histPasses atomic.Int64

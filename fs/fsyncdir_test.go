@@ -29,7 +29,7 @@ func TestFsyncDirDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	mnt, _ := testutil.Mount(t, f.Root(), Options())
+	mnt, _ := testutil.Mount(t, f.Root(), Options(false))
 	sync := func(p string) {
 		t.Helper()
 		fd, err := os.Open(p)

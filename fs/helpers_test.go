@@ -114,7 +114,7 @@ func mountLive(t testing.TB) *mounted {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() }) // runs after the unmount registered below
-	mnt, _ := testutil.Mount(t, f.Root(), fs.Options())
+	mnt, _ := testutil.Mount(t, f.Root(), fs.Options(false))
 	return &mounted{mnt: mnt, live: live, rec: rec, fsys: f}
 }
 

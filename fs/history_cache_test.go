@@ -89,7 +89,7 @@ func mountHistory(t *testing.T) (*FS, *listHistory, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	mnt, _ := testutil.Mount(t, f.Root(), Options())
+	mnt, _ := testutil.Mount(t, f.Root(), Options(false))
 	return f, h, filepath.Join(mnt, HistoryName, "f")
 }
 

@@ -67,7 +67,7 @@ func TestDupKeptHandleStopsHoldingUpWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	mnt, _ := testutil.Mount(t, f.Root(), Options())
+	mnt, _ := testutil.Mount(t, f.Root(), Options(false))
 	fd, err := syscall.Open(filepath.Join(mnt, "log"), syscall.O_CREAT|syscall.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)

@@ -76,7 +76,7 @@ func killprivMount(t *testing.T) (mnt, plain string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	opts := Options()
+	opts := Options(false)
 	opts.AllowOther = true // Options has default_permissions
 	mnt, _ = testutil.Mount(t, f.Root(), opts)
 	plain = t.TempDir()
@@ -305,7 +305,7 @@ func TestCapabilityOfNewFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	mnt, _ := testutil.Mount(t, f.Root(), Options())
+	mnt, _ := testutil.Mount(t, f.Root(), Options(false))
 	capv2 := []byte{0, 0, 0, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 	buf := make([]byte, 64)
 	capOf := func(p string) ([]byte, error) {

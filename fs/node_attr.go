@@ -176,10 +176,10 @@ const xattrSELinux = "security.selinux"
 // ENODATA, but EOPNOTSUPP for an SELinux label on a host without
 // SELinux. ls -l (coreutils 9.1, through libselinux's lgetfilecon) asks
 // every file it lists for its label, and no kernel cache keeps the
-// answer (the kernel keeps ACLs, see Options; with SELinux on, SELinux
-// answers labels itself and these requests never come): ls -l of a
-// directory of 50,000 files sent 50,000 GETXATTR round trips at every
-// listing. ls takes EOPNOTSUPP for "this file system has no labels" and
+// answer (the kernel keeps ACLs with --allow-other only, see Options;
+// with SELinux on, SELinux answers labels itself and these requests
+// never come): ls -l of a directory of 50,000 files sent 50,000 GETXATTR
+// round trips at every listing. ls takes EOPNOTSUPP for "this file system has no labels" and
 // stops asking for the rest of the device, as it does on file systems
 // without a security xattr handler (NFS without labels). A label a live
 // file has is answered as ever (set through the mount, or kept from
@@ -218,15 +218,12 @@ func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 	n.fsys.hold()
 	defer n.fsys.unhold()
 	defer n.touchSelf()
-	return n.LoopbackNode.Setxattr(ctx, attr, data, flags)
+	errno := n.LoopbackNode.Setxattr(ctx, attr, data, flags)
+	n.aclChanged(attr, errno)
+	return errno
 }
 
 // Removexattr refuses deltafs's own attributes.
-//
-// A set or removed access ACL changes the mode's group bits (the mask;
-// with a minimal ACL all of them), and cp -a and mv set a copy's final
-// mode that way: the kernel, which handles ACLs (CAP_POSIX_ACL, see
-// Options), forgets the node's ACLs and attributes after either.
 func (n *Node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	if isOurXattr(attr) {
 		return syscall.EPERM
@@ -234,8 +231,27 @@ func (n *Node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	n.fsys.hold()
 	defer n.fsys.unhold()
 	defer n.touchSelf()
-	return n.LoopbackNode.Removexattr(ctx, attr)
+	errno := n.LoopbackNode.Removexattr(ctx, attr)
+	n.aclChanged(attr, errno)
+	return errno
 }
+
+// aclChanged tells the kernel that n's attributes changed after a
+// successful set or removal of its access ACL, which sets the mode's
+// group bits (the mask; with a minimal ACL all of them): cp -a and mv
+// set a copy's final mode that way. A kernel that handles ACLs (a mount
+// with --allow-other, see Options) forgets the node's attributes itself;
+// one that does not takes the ACL for an opaque xattr, marks only the
+// ctime stale, and answered stat and ls from the mode it had cached (for
+// liveTimeout).
+func (n *Node) aclChanged(attr string, errno syscall.Errno) {
+	if errno == 0 && attr == xattrACLAccess {
+		_ = n.NotifyContent(-1, 0) // attributes only
+	}
+}
+
+// xattrACLAccess is the xattr of a file's POSIX access ACL.
+const xattrACLAccess = "system.posix_acl_access"
 
 // Listxattr lists the live file's attributes but deltafs's own.
 func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {

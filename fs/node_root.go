@@ -152,9 +152,9 @@ func (s *snapshotsDir) fill(a *fuse.Attr) {
 // liveRootOwner gives a the owner and group of the live directory's
 // root (the mount point's), as .history's root has them: .snapshots is
 // the mounting user's, who takes, renames and deletes snapshots in it.
-// The kernel checks permissions (default_permissions, see Options): left
-// to root (0:0), mkdir in .snapshots of a mount by a user other than root
-// failed with EACCES before reaching the server.
+// Where the kernel checks permissions (default_permissions, --allow-other,
+// see Options), left to root (0:0), mkdir in .snapshots of a mount by a
+// user other than root failed with EACCES before reaching the server.
 func liveRootOwner(live string, a *fuse.Attr) {
 	var st syscall.Stat_t
 	if live != "" && syscall.Lstat(live, &st) == nil {

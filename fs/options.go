@@ -44,38 +44,48 @@ const killprivV2 = fuse.CAP_HANDLE_KILLPRIV_V2
 // descriptors, under which a flock and an fcntl lock of one process
 // conflicted, as they do not on a local file system.
 
-// The kernel checks permissions and caches POSIX ACLs (default_permissions
-// and CAP_POSIX_ACL), on every mount, not only on one that lets other
-// users in. Without CAP_POSIX_ACL the kernel takes an ACL for an opaque
-// xattr and sends every read of one to the server: ls -l (coreutils 9.1
-// asks each file for system.posix_acl_access, and a directory for
-// system.posix_acl_default too) cost a GETXATTR round trip per file at
-// each listing; with it, the kernel keeps each inode's ACLs (an absent
-// one too) from their first read until a change through the mount (a
-// SETXATTR or REMOVEXATTR of one, a SETATTR, which may move an ACL's
-// mask) or an attribute invalidation from this server
-// (Inode.NotifyContent(-1, 0)) makes it forget them. The kernel turns
-// default_permissions on with CAP_POSIX_ACL; naming the option shows it
-// in the mount table. Without --allow-other the only caller is the user
-// who mounted (the kernel refuses everyone else), whose permissions the
-// live directory checks the same way on the server's syscalls; the views
-// (.snapshots, .history) now have their stored modes and ACLs enforced
-// for that user as for others, and .snapshots belongs to the owner of
-// the live directory's root, so that the user who mounted may take,
-// rename and delete snapshots there (see liveRootOwner).
+// Who checks permissions depends on who may call. With --allow-other
+// (allowOther) the callers are other users too, and the kernel checks
+// permissions and caches POSIX ACLs (default_permissions and
+// CAP_POSIX_ACL, which turns default_permissions on; naming the option
+// shows it in the mount table): the server runs as the user who mounted
+// and could not tell its syscalls apart from theirs. The views'
+// (.snapshots, .history) stored modes and ACLs are enforced for every
+// caller, and the kernel keeps each inode's ACLs (an absent one too)
+// from their first read until a change through the mount (a SETXATTR or
+// REMOVEXATTR of one, a SETATTR, which may move an ACL's mask) or an
+// attribute invalidation from this server (Inode.NotifyContent(-1, 0)).
+//
+// Without it the kernel refuses every caller but the user who mounted
+// (and root), and the mount leaves the checks to the server, as go-fuse's
+// loopback does: the live directory checks that user on the server's own
+// syscalls, which run as that user, and ACLs are xattrs of the live
+// files like others. With default_permissions the kernel checks a
+// directory's mode before each name it looks up, creates or removes in
+// it, and forgets the directory's attributes after each create, link,
+// unlink or rename there: each such change cost one more GETATTR round
+// trip, counted with --debug on M3 (an untar of 10,000 files sent 10,000;
+// git add+commit of them 62,000; rm -rf 20,500). The cost of leaving the
+// checks out: ls -l (coreutils 9.1 asks each file for
+// system.posix_acl_access) asks the server for each file's ACL at every
+// listing, since the kernel keeps no ACL without CAP_POSIX_ACL; and the
+// views let the user who mounted read what their stored modes deny, as
+// deltafs cat reads it from the store that user owns. .snapshots belongs
+// to the owner of the live directory's root, so that the user who
+// mounted may take, rename and delete snapshots there (see
+// liveRootOwner).
 
 // Options returns the go-fuse options the live tree is meant to be
-// mounted with; a caller adds mount-level choices (AllowOther, read-only,
-// DirectMount).
-func Options() *gofs.Options {
+// mounted with, letting other users in or not (allowOther, see above); a
+// caller adds the other mount-level choices (read-only, DirectMount).
+func Options(allowOther bool) *gofs.Options {
 	t, neg := cacheTimeout, liveTimeout
-	return &gofs.Options{
+	o := &gofs.Options{
 		MountOptions: fuse.MountOptions{
-			FsName:    "deltafs",
-			Name:      "deltafs",
-			MaxWrite:  maxWrite,
-			Options:   []string{"default_permissions"},
-			EnableAcl: true,
+			FsName:     "deltafs",
+			Name:       "deltafs",
+			MaxWrite:   maxWrite,
+			AllowOther: allowOther,
 			// With CAP_ATOMIC_O_TRUNC an open with O_TRUNC reaches Open
 			// with the flag (go-fuse does not ask for it by default, and
 			// then the kernel sends a plain OPEN and a SETATTR of size 0):
@@ -89,4 +99,9 @@ func Options() *gofs.Options {
 		NegativeTimeout: &neg, // the live tree's; views opt out (uncachedMiss)
 		NullPermissions: true,
 	}
+	if allowOther {
+		o.Options = append(o.Options, "default_permissions")
+		o.EnableAcl = true
+	}
+	return o
 }

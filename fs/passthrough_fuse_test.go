@@ -36,7 +36,7 @@ func TestPassthroughOnFUSELiveDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	mnt, server := testutil.Mount(t, f.Root(), Options())
+	mnt, server := testutil.Mount(t, f.Root(), Options(false))
 	if server.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH == 0 {
 		testutil.SkipOrFail(t, "kernel without FUSE passthrough")
 	}

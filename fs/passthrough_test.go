@@ -27,7 +27,7 @@ func TestReadOnlyOpensUsePassthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() }) // after the unmount, which Mount registers later
-	mnt, server := testutil.Mount(t, f.Root(), Options())
+	mnt, server := testutil.Mount(t, f.Root(), Options(false))
 	if server.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH == 0 {
 		testutil.SkipOrFail(t, "kernel without FUSE passthrough")
 	}

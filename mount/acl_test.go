@@ -2,6 +2,7 @@ package mount
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,14 +69,21 @@ func TestAllowOtherEnforcesACLs(t *testing.T) {
 // the final mode that way. A kernel without the mount's ACL support
 // takes system.posix_acl_access as any xattr and kept the mode it had
 // cached, for the live tree's whole attribute timeout: stat showed 0700
-// for a directory setfacl had opened to 0755. Every mount has it now
-// (fs.Options), and the kernel forgets the attributes after an ACL
-// change.
+// for a directory setfacl had opened to 0755. A mount without
+// --allow-other leaves ACLs to the live directory (fs.Options), and the
+// server tells the kernel to forget the attributes after an ACL change;
+// with --allow-other the kernel handles ACLs and forgets them itself.
 func TestACLModeSeenAtOnce(t *testing.T) {
 	if _, err := exec.LookPath("setfacl"); err != nil {
 		testutil.SkipOrFail(t, "setfacl not installed (Debian package acl)")
 	}
-	l := start(t, filepath.Join(t.TempDir(), "store"))
+	for _, other := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allow-other=%v", other), func(t *testing.T) { aclModeSeenAtOnce(t, other) })
+	}
+}
+
+func aclModeSeenAtOnce(t *testing.T, allowOther bool) {
+	l := startWith(t, Config{Store: filepath.Join(t.TempDir(), "store"), AllowOther: allowOther})
 	d, f := filepath.Join(l.mnt, "d"), filepath.Join(l.mnt, "f")
 	if err := os.Mkdir(d, 0o700); err != nil {
 		t.Fatal(err)

@@ -283,12 +283,11 @@ func (discardSink) Record(_ context.Context, ev Event) error {
 
 // mount mounts the live tree on mnt and waits until it serves.
 func (m *running) mount(mnt string, cfg Config) error {
-	opts := fs.Options()
+	// With AllowOther the callers are other users too, and the kernel
+	// checks their permissions, POSIX ACLs included; without, the user
+	// who mounted is checked by the live directory (fs.Options).
+	opts := fs.Options(cfg.AllowOther)
 	opts.Debug = cfg.Debug
-	// The kernel checks permissions, POSIX ACLs included, on every mount
-	// (fs.Options: default_permissions and EnableAcl); with AllowOther
-	// the callers are other users too.
-	opts.AllowOther = cfg.AllowOther
 	if cfg.ReadOnly {
 		opts.Options = append(opts.Options, "ro")
 	}
