@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -264,7 +265,7 @@ func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 	if sz, err = unix.Llistxattr(p, buf); err != nil {
 		return 0, n.fsys.errno("listxattr", err)
 	}
-	list := filterXattrs(buf[:sz])
+	list := listedTo(ctx, filterXattrs(buf[:sz]))
 	if len(dest) == 0 {
 		return uint32(len(list)), 0
 	}
@@ -276,6 +277,12 @@ func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 
 // filterXattrs drops deltafs's names from a NUL-separated list.
 func filterXattrs(list []byte) []byte {
+	return dropXattrs(list, isOurXattr)
+}
+
+// dropXattrs returns the NUL-separated list without the names drop
+// reports, in a new slice.
+func dropXattrs(list []byte, drop func(string) bool) []byte {
 	out := list[:0:0]
 	for len(list) > 0 {
 		i := 0
@@ -284,11 +291,24 @@ func filterXattrs(list []byte) []byte {
 		}
 		name := list[:i]
 		list = list[min(i+1, len(list)):]
-		if !isOurXattr(string(name)) {
+		if !drop(string(name)) {
 			out = append(append(out, name...), 0)
 		}
 	}
 	return out
+}
+
+// listedTo returns the xattr names of list the caller of ctx may see:
+// trusted.* names only to root. The server reads every xattr of the live
+// files (and a snapshot keeps them), as root; a local file system lists
+// trusted.* to privileged callers only, and the kernel refuses their
+// values to others itself, but not their names in a listing. The caller's
+// capabilities do not reach the server: root stands for them.
+func listedTo(ctx context.Context, list []byte) []byte {
+	if caller, ok := fuse.FromContext(ctx); ok && caller.Uid == 0 {
+		return list
+	}
+	return dropXattrs(list, func(name string) bool { return strings.HasPrefix(name, "trusted.") })
 }
 
 func isOurXattr(name string) bool {

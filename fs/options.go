@@ -56,8 +56,8 @@ const killprivV2 = fuse.CAP_HANDLE_KILLPRIV_V2
 // REMOVEXATTR of one, a SETATTR, which may move an ACL's mask) or an
 // attribute invalidation from this server (Inode.NotifyContent(-1, 0)).
 //
-// Without it the kernel refuses every caller but the user who mounted
-// (and root), and the mount leaves the checks to the server, as go-fuse's
+// Without it the kernel refuses every caller but the user who mounted,
+// and the mount leaves the checks to the server, as go-fuse's
 // loopback does: the live directory checks that user on the server's own
 // syscalls, which run as that user, and ACLs are xattrs of the live
 // files like others. With default_permissions the kernel checks a

@@ -149,6 +149,7 @@ func (n *viewNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.
 	for _, x := range n.e.Xattrs {
 		list = append(append(list, x.Name...), 0)
 	}
+	list = listedTo(ctx, list)
 	if len(dest) < len(list) {
 		return uint32(len(list)), syscall.ERANGE
 	}

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 func readAs(p string) error {
@@ -129,5 +131,48 @@ func TestSnapshotsBelongToTheLiveOwner(t *testing.T) {
 	}
 	if err := testutil.AsNobody(func() error { return syscall.Rmdir(filepath.Join(snaps, "s2")) }); err != nil {
 		t.Fatalf("the live directory's owner deletes a snapshot: %v", err)
+	}
+}
+
+// TestTrustedXattrsListedToRootOnly: the server runs as root and reads
+// every xattr of the live files, trusted.* too, which a local file
+// system lists to privileged callers only (the kernel refuses the
+// value to others itself, not the name in a listing). Through a mount
+// with --allow-other, another user listed a file's trusted.* names, in
+// the live tree and in a snapshot.
+func TestTrustedXattrsListedToRootOnly(t *testing.T) {
+	l := allowOtherMount(t)
+	f := filepath.Join(l.mnt, "f")
+	if err := os.WriteFile(f, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]string{"trusted.secret": "s", "user.note": "n"} {
+		if err := unix.Lsetxattr(f, name, []byte(v), 0); err != nil {
+			t.Fatalf("set %s: %v", name, err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(l.mnt, ".snapshots", "s1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	list := func(p string) ([]byte, error) {
+		buf := make([]byte, 4096)
+		n, err := unix.Llistxattr(p, buf)
+		if err != nil {
+			return nil, err
+		}
+		return buf[:n], nil
+	}
+	for _, p := range []string{f, filepath.Join(l.mnt, ".snapshots", "s1", "f")} {
+		mine, err := list(p)
+		if err != nil || !bytes.Contains(mine, []byte("trusted.secret\x00")) || !bytes.Contains(mine, []byte("user.note\x00")) {
+			t.Errorf("root lists %s: %q %v, want trusted.secret and user.note", p, mine, err)
+		}
+		var theirs []byte
+		if err := testutil.AsNobody(func() (err error) { theirs, err = list(p); return err }); err != nil {
+			t.Fatalf("nobody lists %s: %v", p, err)
+		}
+		if bytes.Contains(theirs, []byte("trusted.")) || !bytes.Contains(theirs, []byte("user.note\x00")) {
+			t.Errorf("nobody lists %s: %q, want user.note and no trusted.* name", p, theirs)
+		}
 	}
 }
