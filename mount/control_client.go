@@ -65,10 +65,26 @@ func StoreOf(path string) (string, error) {
 		}
 		return "", fmt.Errorf("%s: %w", abs, ErrNoStore)
 	}
-	if !filepath.IsAbs(src) || !exists(filepath.Join(src, "FORMAT")) {
-		return "", fmt.Errorf("%s: the deltafs mount on %s does not name its store", abs, mnt)
+	if err := mountStore(abs, mnt, src); err != nil {
+		return "", err
 	}
 	return src, nil
+}
+
+// mountStore checks that src, the source of the deltafs mount on mnt
+// that holds abs, is a store this user may open.
+func mountStore(abs, mnt, src string) error {
+	if !filepath.IsAbs(src) {
+		return fmt.Errorf("%s: the deltafs mount on %s does not name its store", abs, mnt)
+	}
+	if _, err := os.Lstat(filepath.Join(src, "FORMAT")); errors.Is(err, fs.ErrPermission) {
+		// Another user's mount (--allow-other lets them in): its store
+		// is 0700.
+		return fmt.Errorf("%s: the store %s of the deltafs mount on %s: %w", abs, src, mnt, fs.ErrPermission)
+	} else if err != nil {
+		return fmt.Errorf("%s: the deltafs mount on %s does not name its store", abs, mnt)
+	}
+	return nil
 }
 
 // containingMount returns the deepest deltafs mount point holding abs and

@@ -31,8 +31,8 @@ func Locate(path string) (store, rel string, err error) {
 		return "", "", fmt.Errorf("%s: %w", path, err)
 	}
 	if mnt, src := containingMount(abs); mnt != "" {
-		if !filepath.IsAbs(src) || !exists(filepath.Join(src, "FORMAT")) {
-			return "", "", fmt.Errorf("%s: the deltafs mount on %s does not name its store", abs, mnt)
+		if err := mountStore(abs, mnt, src); err != nil {
+			return "", "", err
 		}
 		rel, err := filepath.Rel(mnt, abs)
 		return src, filepath.ToSlash(rel), err

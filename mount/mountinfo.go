@@ -3,6 +3,7 @@ package mount
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -12,7 +13,10 @@ const fsType = "fuse.deltafs"
 
 // mountEntry is a mount of /proc/self/mountinfo: its mount point, its
 // filesystem type and its source, unescaped.
-type mountEntry struct{ point, fstype, source string }
+type mountEntry struct {
+	point, fstype, source string
+	super                 string // the super block's options (user_id=... for FUSE)
+}
 
 // mounts returns this process's mounts in /proc/self/mountinfo's order
 // (later mounts last), of type fstype only unless it is "", or nil if
@@ -29,13 +33,36 @@ func mounts(fstype string) []mountEntry {
 		if !ok || len(f) < 5 || len(g) < 2 || fstype != "" && g[0] != fstype {
 			continue
 		}
-		ms = append(ms, mountEntry{point: unescapeMountinfo(f[4]), fstype: g[0], source: unescapeMountinfo(g[1])})
+		e := mountEntry{point: unescapeMountinfo(f[4]), fstype: g[0], source: unescapeMountinfo(g[1])}
+		if len(g) > 2 {
+			e.super = g[2]
+		}
+		ms = append(ms, e)
 	}
 	return ms
 }
 
 // holds reports whether m's mount point is dir or above it.
 func (m mountEntry) holds(dir string) bool { return within(dir, m.point) || m.point == "/" }
+
+// MountOwner returns the user who mounted the deltafs mount on dir
+// (absolute, symlinks resolved), as the kernel names it (user_id), and
+// whether it found one.
+func MountOwner(dir string) (uint32, bool) {
+	for _, m := range mounts(fsType) {
+		if m.point != dir {
+			continue
+		}
+		for _, o := range strings.Split(m.super, ",") {
+			if v, ok := strings.CutPrefix(o, "user_id="); ok {
+				if uid, err := strconv.ParseUint(v, 10, 32); err == nil {
+					return uint32(uid), true
+				}
+			}
+		}
+	}
+	return 0, false
+}
 
 // IsDeltafsMount reports whether dir (absolute, symlinks resolved) is a
 // deltafs mount point.

@@ -134,3 +134,54 @@ func TestUnreadableStoreIsPermissionDenied(t *testing.T) {
 		requireOneErrorLine(t, r, exitPermission, "permission denied")
 	}
 }
+
+// TestAnotherUsersMountIsPermissionDenied: the CLI run by a user other
+// than the one who mounted, on a mount with --allow-other (which lets
+// that user into the live tree): the store behind it is 0700, and
+// snapshot, stats, log and verify said "the deltafs mount ... does not
+// name its store", exit 1; umount passed on fusermount3's "entry ... not
+// found in /etc/mtab", exit 1. Each is permission denied, exit 7, on one
+// line, and the mount is left as it was.
+func TestAnotherUsersMountIsPermissionDenied(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "needs root to run the binary as nobody")
+	}
+	store, mnt := newMountDirs(t)
+	for d := filepath.Dir(mnt); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil { // nobody may reach the mount point
+			t.Fatal(err)
+		}
+	}
+	p := startMount(t, store, mnt, "--allow-other")
+	if err := os.Chmod(mnt, 0o755); err != nil { // the live root: nobody may look in
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "f"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(filepath.Dir(mnt), "deltafs")
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil { // the test binary's directory is 0700
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"snapshot", "list", mnt}, {"snapshot", "create", mnt, "s"}, {"stats", mnt},
+		{"verify", mnt}, {"log", filepath.Join(mnt, "f")}, {"umount", mnt},
+	} {
+		cmd := exec.Command(bin, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: testutil.Nobody, Gid: testutil.Nobody}}
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		r := result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+		t.Logf("%v: %s", args, strings.TrimSpace(r.stderr))
+		requireOneErrorLine(t, r, exitPermission, "permission denied")
+	}
+	if b, err := os.ReadFile(filepath.Join(mnt, "f")); err != nil || string(b) != "x\n" {
+		t.Fatalf("the mount after the refusals: %q %v", b, err)
+	}
+	p.stop(t, syscall.SIGTERM)
+}

@@ -138,6 +138,10 @@ func unmount(mnt string) error {
 		}
 		return nil
 	}
+	if uid, ok := mount.MountOwner(mnt); ok && uid != uint32(os.Getuid()) {
+		// fusermount3 would say the mount is not in /etc/mtab.
+		return fmt.Errorf("unmount %s: mounted by user %d: %w", mnt, uid, os.ErrPermission)
+	}
 	if out, err := exec.Command("fusermount3", "-u", mnt).CombinedOutput(); err != nil {
 		if strings.Contains(strings.ToLower(string(out)), syscall.EBUSY.Error()) {
 			return busyError(mnt)
