@@ -23,6 +23,7 @@ func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	}
 	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
 	if errno == 0 {
+		n.keepCallerMode(name, mode, out)
 		n.inheritGroup(name, out)
 		liveEntry(ch, out)
 		n.touchNewDir(ch.StableAttr().Ino)
@@ -38,6 +39,7 @@ func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 	}
 	ch, errno := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
 	if errno == 0 {
+		n.keepCallerMode(name, mode, out)
 		n.inheritGroup(name, out)
 	}
 	if errno == 0 && mode&syscall.S_IFMT == syscall.S_IFREG {
@@ -48,6 +50,21 @@ func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 		n.touchChild(ch.StableAttr().Ino)
 	}
 	return ch, errno
+}
+
+// keepCallerMode gives child name, just made with the attributes out,
+// the permission bits of mode the server's umask took (see umask.go).
+func (n *Node) keepCallerMode(name string, mode uint32, out *fuse.EntryOut) {
+	lost := n.umaskLost(mode, out.Mode)
+	if lost == 0 || n.fsys.restoreMode(n.childRel(name), -1, out.Mode|lost, out.Mode) != nil {
+		return
+	}
+	var st syscall.Stat_t
+	if syscall.Lstat(n.childPath(name), &st) == nil {
+		out.Attr.FromStat(&st) // the chmod moved the ctime
+	} else {
+		out.Mode |= lost
+	}
 }
 
 // inheritGroup gives child name, just made by go-fuse's loopback (which

@@ -167,6 +167,9 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	}
 	id := newFdID(fd) // before the stat: the xattr moves the ctime (see cache.go)
 	st, attr, err := n.fsys.fstatStable(fd)
+	if lost := n.umaskLost(mode, st.Mode); err == nil && lost != 0 && n.fsys.restoreMode("", fd, st.Mode|lost, st.Mode) == nil {
+		st, attr, err = n.fsys.fstatStable(fd) // see umask.go
+	}
 	if err == nil && n.chownToCaller(ctx, fd, mode, &st) {
 		st, attr, err = n.fsys.fstatStable(fd) // the chown moved the ctime too
 	}

@@ -1,0 +1,50 @@
+package fs
+
+import (
+	"fmt"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The kernel applies the creating process's umask to the mode of a new
+// file, directory or special file before it asks the mount to make it,
+// and the server's syscalls on the live directory applied the server's
+// own umask again: with the mount started under umask 077, a process
+// with umask 002 made 0600 files instead of 0664. The server cannot drop
+// its umask (every thread shares it, the store's files among them), so
+// a new node that lost permission bits of the mode the kernel asked for
+// gets them back at once. Where the parent has a default ACL, the live
+// file system gave the node its mode from that ACL, not from any umask,
+// as for a local caller, and the node is left as it is.
+
+// umaskLost returns the permission bits of mode (what the kernel asked
+// for) that a node just made in the directory n with permission bits got
+// lacks because of the server's umask, or 0.
+func (n *Node) umaskLost(mode, got uint32) uint32 {
+	lost := mode & 0o777 &^ got
+	if lost == 0 {
+		return 0
+	}
+	if sz, err := unix.Lgetxattr(n.livePath(), "system.posix_acl_default", nil); err == nil && sz > 0 {
+		return 0
+	}
+	return lost
+}
+
+// restoreMode gives the node at the live-tree relative path rel the
+// permission bits perm (and keeps its special bits special): through fd
+// when it is open (>= 0), else through a path descriptor of rel, which
+// works for a fifo or a socket too.
+func (f *FS) restoreMode(rel string, fd int, perm, special uint32) error {
+	mode := perm&0o777 | special&0o7000
+	if fd >= 0 {
+		return syscall.Fchmod(fd, mode)
+	}
+	pfd, err := f.openLive(rel, unix.O_PATH, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(pfd)
+	return syscall.Chmod(fmt.Sprintf("/proc/self/fd/%d", pfd), mode)
+}
