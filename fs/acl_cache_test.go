@@ -187,6 +187,7 @@ func TestLsAsksOnce(t *testing.T) {
 // makes n empty files in its directory d, which it returns with the FS.
 func mountWithFiles(t *testing.T, n int) (*FS, string) {
 	t.Helper()
+	requireAllowOther(t)
 	f, err := New(Config{LiveDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -203,4 +204,14 @@ func mountWithFiles(t *testing.T, n int) (*FS, string) {
 		}
 	}
 	return f, dir
+}
+
+// requireAllowOther skips (fails under CI) where a mount may not let
+// other users in: allow_other needs root or user_allow_other.
+func requireAllowOther(t *testing.T) {
+	t.Helper()
+	testutil.RequireFUSE(t)
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "allow_other needs root or user_allow_other in /etc/fuse.conf")
+	}
 }

@@ -46,20 +46,23 @@ func mounts(fstype string) []mountEntry {
 func (m mountEntry) holds(dir string) bool { return within(dir, m.point) || m.point == "/" }
 
 // MountOwner returns the user who mounted the deltafs mount on dir
-// (absolute, symlinks resolved), as the kernel names it (user_id), and
-// whether it found one.
+// (absolute, symlinks resolved; the last of several stacked there, the
+// one an unmount takes), as the kernel names it (user_id), and whether it
+// found one.
 func MountOwner(dir string) (uint32, bool) {
-	for _, m := range mounts(fsType) {
+	ms := mounts(fsType)
+	for i := len(ms) - 1; i >= 0; i-- { // the top one of mounts stacked on dir
+		m := ms[i]
 		if m.point != dir {
 			continue
 		}
 		for _, o := range strings.Split(m.super, ",") {
 			if v, ok := strings.CutPrefix(o, "user_id="); ok {
-				if uid, err := strconv.ParseUint(v, 10, 32); err == nil {
-					return uint32(uid), true
-				}
+				uid, err := strconv.ParseUint(v, 10, 32)
+				return uint32(uid), err == nil
 			}
 		}
+		return 0, false
 	}
 	return 0, false
 }

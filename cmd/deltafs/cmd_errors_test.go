@@ -108,7 +108,7 @@ func TestUnreadableStoreIsPermissionDenied(t *testing.T) {
 		testutil.SkipOrFail(t, "needs root to run the binary as nobody")
 	}
 	store := makeStore(t, 1, 2)
-	for d := filepath.Dir(store); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+	for d := filepath.Dir(store); d != filepath.Clean(os.TempDir()) && d != "/"; d = filepath.Dir(d) {
 		if err := os.Chmod(d, 0o755); err != nil { // nobody may reach the store, not enter it
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestAnotherUsersMountIsPermissionDenied(t *testing.T) {
 		testutil.SkipOrFail(t, "needs root to run the binary as nobody")
 	}
 	store, mnt := newMountDirs(t)
-	for d := filepath.Dir(mnt); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+	for d := filepath.Dir(mnt); d != filepath.Clean(os.TempDir()) && d != "/"; d = filepath.Dir(d) {
 		if err := os.Chmod(d, 0o755); err != nil { // nobody may reach the mount point
 			t.Fatal(err)
 		}
