@@ -158,19 +158,29 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	n.fsys.hold() // it waits for nothing (freeze.go)
 	defer n.fsys.unhold()
 	flags &^= syscall.O_APPEND
-	fd, err := n.fsys.openLive(n.childRel(name), n.fsys.createFlags(int(flags))|syscall.O_CREAT, mode)
-	if err == syscall.EACCES && n.fsys.createFlags(int(flags)) != int(flags) {
-		fd, err = n.fsys.openLive(n.childRel(name), int(flags)|syscall.O_CREAT, mode) // an existing file we may not read
+	// Exclusive first, so that it is known whether this open made the
+	// file (the kernel asks to create a name it found missing; one that
+	// appeared meanwhile is opened as it is, its mode untouched).
+	created := true
+	fd, err := n.fsys.openLive(n.childRel(name), n.fsys.createFlags(int(flags))|syscall.O_CREAT|syscall.O_EXCL, mode)
+	if err == syscall.EEXIST && flags&syscall.O_EXCL == 0 {
+		created = false
+		fd, err = n.fsys.openLive(n.childRel(name), n.fsys.createFlags(int(flags))|syscall.O_CREAT, mode)
+		if err == syscall.EACCES && n.fsys.createFlags(int(flags)) != int(flags) {
+			fd, err = n.fsys.openLive(n.childRel(name), int(flags)|syscall.O_CREAT, mode) // an existing file we may not read
+		}
 	}
 	if err != nil {
 		return nil, nil, 0, n.fsys.errno("create", err)
 	}
 	id := newFdID(fd) // before the stat: the xattr moves the ctime (see cache.go)
 	st, attr, err := n.fsys.fstatStable(fd)
-	if lost := n.umaskLost(mode, st.Mode); err == nil && lost != 0 && n.fsys.restoreMode("", fd, st.Mode|lost, st.Mode) == nil {
-		st, attr, err = n.fsys.fstatStable(fd) // see umask.go
+	if err == nil && created {
+		if lost := n.umaskLost(mode, st.Mode); lost != 0 && n.fsys.restoreMode("", fd, st.Mode|lost, st.Mode) == nil {
+			st, attr, err = n.fsys.fstatStable(fd) // see umask.go
+		}
 	}
-	if err == nil && n.chownToCaller(ctx, fd, mode, &st) {
+	if err == nil && created && n.chownToCaller(ctx, fd, mode, &st) {
 		st, attr, err = n.fsys.fstatStable(fd) // the chown moved the ctime too
 	}
 	if err != nil {

@@ -26,6 +26,11 @@ func (n *Node) umaskLost(mode, got uint32) uint32 {
 	if lost == 0 {
 		return 0
 	}
+	if serverUID != 0 && got&syscall.S_ISGID != 0 {
+		// A chmod by a server not in the group a setgid directory gave
+		// the node would drop its setgid bit, which a local mkdir keeps.
+		return 0
+	}
 	if sz, err := unix.Lgetxattr(n.livePath(), "system.posix_acl_default", nil); err == nil && sz > 0 {
 		return 0
 	}

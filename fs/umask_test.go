@@ -44,3 +44,44 @@ func TestServerUmaskMasksNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateOfAFileThatAppearedKeepsItsMode: the kernel asks to create a
+// name it takes for missing (a negative entry it keeps), and a file may
+// be there by then (made in the live directory behind the mount): it is
+// opened as it is, its mode and owner untouched, as open(O_CREAT) of an
+// existing file does, not given the mode of the create.
+func TestCreateOfAFileThatAppearedKeepsItsMode(t *testing.T) {
+	testutil.RequireFUSE(t)
+	old := syscall.Umask(0o077)
+	t.Cleanup(func() { syscall.Umask(old) })
+	f, err := New(Config{LiveDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	mnt, _ := testutil.Mount(t, f.Root(), Options(false))
+	p := filepath.Join(mnt, "late")
+	if _, err := os.Lstat(p); !os.IsNotExist(err) { // the kernel keeps the miss
+		t.Fatalf("lstat before: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(f.live, "late"), []byte("kept\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(f.live, "late"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `umask 002 && printf new >> "$1"`, "sh", p)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	fi, err := os.Lstat(filepath.Join(f.live, "late"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("the file that appeared: mode %v after the create, want -rw------- as it was", fi.Mode())
+	}
+	if b, err := os.ReadFile(filepath.Join(f.live, "late")); err != nil || string(b) != "kept\nnew" {
+		t.Errorf("its content: %q %v, want the old content and the append", b, err)
+	}
+}
