@@ -79,9 +79,11 @@ func TestSmallNewFileReportCarriesItsContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	// By path: the kernel sends a RELEASE after close(2) returns, so wo's
+	// report may come after big's (seen under CI's load).
 	changes := k.wait(t, 5)
-	for _, c := range changes[2:5] {
-		if c.Data != nil || c.Content == nil {
+	for _, c := range changes[1:5] {
+		if wantData := c.Path == "wo"; (c.Data != nil) != wantData || (c.Content == nil) != wantData {
 			t.Fatalf("%s (new %v, fsync %v, %d bytes): Data %d bytes, Content %v", c.Path, c.New, c.Fsync, c.Size, len(c.Data), c.Content)
 		}
 	}
@@ -102,14 +104,25 @@ func TestSmallNewFileDataIsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Counted, not by position: a RELEASE may come after the next file's
+	// (the kernel sends it after close(2) returns), and the budget is
+	// spent in the order of the reports.
 	changes := k.wait(t, fit+1)
-	for i, c := range changes[:fit] {
-		if len(c.Data) != len(block) {
-			t.Fatalf("change %d: Data %d bytes, want %d", i, len(c.Data), len(block))
+	with := 0
+	for i, c := range changes {
+		switch len(c.Data) {
+		case len(block):
+			with++
+		case 0:
+			if c.Content == nil {
+				t.Fatalf("change %d carries neither Data nor its file", i)
+			}
+		default:
+			t.Fatalf("change %d: Data %d bytes, want %d or none", i, len(c.Data), len(block))
 		}
 	}
-	if last := changes[fit]; last.Data != nil {
-		t.Fatalf("change %d past the budget carries Data", fit)
+	if with != fit {
+		t.Fatalf("%d of %d changes carry Data, want %d (the budget's)", with, len(changes), fit)
 	}
 	for i := range changes {
 		changes[i].Close()
