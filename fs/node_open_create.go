@@ -162,7 +162,7 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	// file (the kernel asks to create a name it found missing; one that
 	// appeared meanwhile is opened as it is, its mode untouched).
 	created := true
-	fd, err := n.fsys.openLive(n.childRel(name), n.fsys.createFlags(int(flags))|syscall.O_CREAT|syscall.O_EXCL, mode)
+	fd, err := n.fsys.openLive(n.childRel(name), n.fsys.createFlags(int(flags))|syscall.O_CREAT|syscall.O_EXCL, mode|ownerNeeds)
 	if err == syscall.EEXIST && flags&syscall.O_EXCL == 0 {
 		created = false
 		fd, err = n.fsys.openLive(n.childRel(name), n.fsys.createFlags(int(flags))|syscall.O_CREAT, mode)
@@ -176,7 +176,8 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	id := newFdID(fd) // before the stat: the xattr moves the ctime (see cache.go)
 	st, attr, err := n.fsys.fstatStable(fd)
 	if err == nil && created {
-		if lost := n.umaskLost(mode, st.Mode); lost != 0 && n.fsys.restoreMode("", fd, st.Mode|lost, st.Mode) == nil {
+		lost, added := n.umaskLost(mode, st.Mode), ownerNeeds&^mode&st.Mode
+		if (lost != 0 || added != 0) && n.fsys.restoreMode("", fd, (st.Mode|lost)&^added, st.Mode) == nil {
 			st, attr, err = n.fsys.fstatStable(fd) // see umask.go
 		}
 	}

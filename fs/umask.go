@@ -18,6 +18,20 @@ import (
 // file system gave the node its mode from that ACL, not from any umask,
 // as for a local caller, and the node is left as it is.
 
+// ownerNeeds are the owner's bits a server that is not root needs on a
+// file it creates: to give it its FileID (a user.* xattr, which the live
+// file system lets only a writer set) and to read it for its revisions.
+// git's objects, cp of a read-only file and tar make files 0444 or
+// 0400: made so by a user's mount, they went unrecorded. Create makes
+// the file with them and then takes away those the caller did not ask
+// for, after the FileID is set (root needs neither).
+var ownerNeeds = func() uint32 {
+	if serverUID != 0 {
+		return 0o600
+	}
+	return 0
+}()
+
 // umaskLost returns the permission bits of mode (what the kernel asked
 // for) that a node just made in the directory n with permission bits got
 // lacks because of the server's umask, or 0.
