@@ -180,11 +180,11 @@ const xattrSELinux = "security.selinux"
 // answer (the kernel keeps ACLs with --allow-other only, see Options;
 // with SELinux on, SELinux answers labels itself and these requests
 // never come): ls -l of a directory of 50,000 files sent 50,000 GETXATTR
-// round trips at every listing. ls takes EOPNOTSUPP for "this file system has no labels" and
-// stops asking for the rest of the device, as it does on file systems
-// without a security xattr handler (NFS without labels). A label a live
-// file has is answered as ever (set through the mount, or kept from
-// elsewhere), and setting one still works.
+// round trips at every listing. ls takes EOPNOTSUPP for "this file
+// system has no labels" and stops asking for the rest of the device, as
+// it does on file systems without a security xattr handler (NFS without
+// labels). A label a live file has is answered as ever (set through the
+// mount, or kept from elsewhere), and setting one still works.
 func absentXattr(attr string) syscall.Errno {
 	if attr == xattrSELinux && !selinuxOn() {
 		return syscall.EOPNOTSUPP

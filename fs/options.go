@@ -70,7 +70,9 @@ const killprivV2 = fuse.CAP_HANDLE_KILLPRIV_V2
 // system.posix_acl_access) asks the server for each file's ACL at every
 // listing, since the kernel keeps no ACL without CAP_POSIX_ACL; and the
 // views let the user who mounted read what their stored modes deny, as
-// deltafs cat reads it from the store that user owns. .snapshots belongs
+// deltafs cat reads it from the store that user owns. The kernel then
+// asks the server before access(2) and chdir(2) (access.go), and the
+// server's umask must not take bits from new nodes (umask.go). .snapshots belongs
 // to the owner of the live directory's root, so that the user who
 // mounted may take, rename and delete snapshots there (see
 // liveRootOwner).
