@@ -108,30 +108,12 @@ func TestUnreadableStoreIsPermissionDenied(t *testing.T) {
 		testutil.SkipOrFail(t, "needs root to run the binary as nobody")
 	}
 	store := makeStore(t, 1, 2)
-	for d := filepath.Dir(store); d != filepath.Clean(os.TempDir()) && d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil { // nobody may reach the store, not enter it
-			t.Fatal(err)
-		}
-	}
-	bin := filepath.Join(filepath.Dir(store), "deltafs")
-	data, err := os.ReadFile(binary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil { // the test binary's directory is 0700
-		t.Fatal(err)
-	}
+	bin := binaryForNobody(t, filepath.Dir(store)) // nobody may reach the store, not enter it
 	for _, args := range [][]string{
 		{"stats", store}, {"verify", store}, {"snapshot", "list", store}, {"log", "--store", store, "dir/file0.txt"},
 		{"cat", "--store", store, "dir/file0.txt"}, {"gc", store}, {"repack", store},
 	} {
-		cmd := exec.Command(bin, args...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: testutil.Nobody, Gid: testutil.Nobody}}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		cmd.Run()
-		r := result{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}
-		requireOneErrorLine(t, r, exitPermission, "permission denied")
+		requireOneErrorLine(t, runAsNobody(bin, args...), exitPermission, "permission denied")
 	}
 }
 
@@ -147,11 +129,7 @@ func TestAnotherUsersMountIsPermissionDenied(t *testing.T) {
 		testutil.SkipOrFail(t, "needs root to run the binary as nobody")
 	}
 	store, mnt := newMountDirs(t)
-	for d := filepath.Dir(mnt); d != filepath.Clean(os.TempDir()) && d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil { // nobody may reach the mount point
-			t.Fatal(err)
-		}
-	}
+	bin := binaryForNobody(t, filepath.Dir(mnt)) // nobody may reach the mount point
 	p := startMount(t, store, mnt, "--allow-other")
 	if err := os.Chmod(mnt, 0o755); err != nil { // the live root: nobody may look in
 		t.Fatal(err)
@@ -159,24 +137,11 @@ func TestAnotherUsersMountIsPermissionDenied(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(mnt, "f"), []byte("x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(filepath.Dir(mnt), "deltafs")
-	data, err := os.ReadFile(binary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil { // the test binary's directory is 0700
-		t.Fatal(err)
-	}
 	for _, args := range [][]string{
 		{"snapshot", "list", mnt}, {"snapshot", "create", mnt, "s"}, {"stats", mnt},
 		{"verify", mnt}, {"log", filepath.Join(mnt, "f")}, {"umount", mnt},
 	} {
-		cmd := exec.Command(bin, args...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: testutil.Nobody, Gid: testutil.Nobody}}
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		cmd.Run()
-		r := result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+		r := runAsNobody(bin, args...)
 		t.Logf("%v: %s", args, strings.TrimSpace(r.stderr))
 		requireOneErrorLine(t, r, exitPermission, "permission denied")
 	}
@@ -184,4 +149,40 @@ func TestAnotherUsersMountIsPermissionDenied(t *testing.T) {
 		t.Fatalf("the mount after the refusals: %q %v", b, err)
 	}
 	p.stop(t, syscall.SIGTERM)
+}
+
+// binaryForNobody makes dir and the directories above it up to the
+// temporary directory reachable by nobody (0755) and copies the built
+// binary into dir (the test binary's own directory is 0700): its path.
+func binaryForNobody(t *testing.T, dir string) string {
+	t.Helper()
+	for d := dir; d != filepath.Clean(os.TempDir()) && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "deltafs")
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// asNobody makes cmd run as nobody.
+func asNobody(cmd *exec.Cmd) *exec.Cmd {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: testutil.Nobody, Gid: testutil.Nobody}}
+	return cmd
+}
+
+// runAsNobody runs bin with args as nobody.
+func runAsNobody(bin string, args ...string) result {
+	cmd := asNobody(exec.Command(bin, args...))
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Run()
+	return result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
 }

@@ -43,11 +43,7 @@ func TestUserMount(t *testing.T) {
 		})
 	}
 	dir := t.TempDir()
-	for d := dir; d != filepath.Clean(os.TempDir()) && d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil { // nobody may reach its own directories
-			t.Fatal(err)
-		}
-	}
+	bin := binaryForNobody(t, dir) // nobody may reach its own directories
 	home := filepath.Join(dir, "home")
 	store, mnt := filepath.Join(home, "work.dfs"), filepath.Join(home, "work")
 	if err := os.MkdirAll(mnt, 0o755); err != nil {
@@ -58,26 +54,17 @@ func TestUserMount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bin := filepath.Join(dir, "deltafs")
-	data, err := os.ReadFile(binary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil { // the test binary's directory is 0700
-		t.Fatal(err)
-	}
-	asNobody := func(cmd *exec.Cmd) *exec.Cmd {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: testutil.Nobody, Gid: testutil.Nobody}}
+	nobody := func(cmd *exec.Cmd) *exec.Cmd { // with its HOME
 		cmd.Env = append(os.Environ(), "HOME="+home)
-		return cmd
+		return asNobody(cmd)
 	}
-	p := testutil.StartReady(t, asNobody(exec.Command(bin, "mount", store, mnt)), 30*time.Second, syscall.SIGTERM, func(l string) bool {
+	p := testutil.StartReady(t, nobody(exec.Command(bin, "mount", store, mnt)), 30*time.Second, syscall.SIGTERM, func(l string) bool {
 		return strings.HasPrefix(l, "deltafs: mounted ")
 	})
 	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
 	run := func(args ...string) string {
 		t.Helper()
-		out, err := asNobody(exec.Command(args[0], args[1:]...)).CombinedOutput()
+		out, err := nobody(exec.Command(args[0], args[1:]...)).CombinedOutput()
 		if err != nil {
 			t.Fatalf("%v as nobody: %v\n%s", args, err, out)
 		}
