@@ -12,6 +12,7 @@ import (
 
 // Open opens the live file. See ioMode for which kind of handle it gets.
 func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	appending := flags&syscall.O_APPEND != 0
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC // the kernel sends offsets
 	rel := n.relPath()
 	if rel == "" {
@@ -44,6 +45,12 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		}
 	}
 	fd, err := n.fsys.openLive(rel, int(flags&^syscall.O_TRUNC), 0)
+	if err == syscall.EPERM && appending && isWritable(flags) {
+		// An append-only file (chattr +a) opens for writing with
+		// O_APPEND only; its writes, at the end the kernel sends, land
+		// there.
+		fd, err = n.fsys.openLive(rel, int(flags&^syscall.O_TRUNC)|syscall.O_APPEND, 0)
+	}
 	if err != nil {
 		return nil, 0, n.fsys.errno("open", err)
 	}
