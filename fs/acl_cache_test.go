@@ -188,12 +188,7 @@ func TestLsAsksOnce(t *testing.T) {
 func mountWithFiles(t *testing.T, n int) (*FS, string) {
 	t.Helper()
 	requireAllowOther(t)
-	f, err := New(Config{LiveDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() }) // after the unmount, which Mount registers later
-	mnt, _ := testutil.Mount(t, f.Root(), Options(true))
+	f, mnt := mountPlain(t, true)
 	dir := filepath.Join(mnt, "d")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -214,4 +209,18 @@ func requireAllowOther(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testutil.SkipOrFail(t, "allow_other needs root or user_allow_other in /etc/fuse.conf")
 	}
+}
+
+// mountPlain mounts a live tree over a fresh directory, with no
+// recorder, with the mount's options (allowOther, see Options): the FS
+// and its mount point.
+func mountPlain(t *testing.T, allowOther bool) (*FS, string) {
+	t.Helper()
+	f, err := New(Config{LiveDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() }) // after the unmount, which Mount registers later
+	mnt, _ := testutil.Mount(t, f.Root(), Options(allowOther))
+	return f, mnt
 }

@@ -168,13 +168,14 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	// Exclusive first, so that it is known whether this open made the
 	// file (the kernel asks to create a name it found missing; one that
 	// appeared meanwhile is opened as it is, its mode untouched).
+	rel, cflags := n.childRel(name), n.fsys.createFlags(int(flags))
 	created := true
-	fd, err := n.fsys.openLive(n.childRel(name), n.fsys.createFlags(int(flags))|syscall.O_CREAT|syscall.O_EXCL, mode|ownerNeeds)
+	fd, err := n.fsys.openLive(rel, cflags|syscall.O_CREAT|syscall.O_EXCL, mode|ownerNeeds)
 	if err == syscall.EEXIST && flags&syscall.O_EXCL == 0 {
 		created = false
-		fd, err = n.fsys.openLive(n.childRel(name), n.fsys.createFlags(int(flags))|syscall.O_CREAT, mode)
-		if err == syscall.EACCES && n.fsys.createFlags(int(flags)) != int(flags) {
-			fd, err = n.fsys.openLive(n.childRel(name), int(flags)|syscall.O_CREAT, mode) // an existing file we may not read
+		fd, err = n.fsys.openLive(rel, cflags|syscall.O_CREAT, mode)
+		if err == syscall.EACCES && cflags != int(flags) {
+			fd, err = n.fsys.openLive(rel, int(flags)|syscall.O_CREAT, mode) // an existing file we may not read
 		}
 	}
 	if err != nil {
@@ -204,7 +205,7 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		child.noCap.Store(true) // made by this open: no attributes but our own
 	}
 	child.mu.Lock()
-	child.createdAt = n.childRel(name)
+	child.createdAt = rel
 	child.mu.Unlock()
 	return ch, child.openHandle(fd, flags, &st, id, -1, mustDropPrivs(ctx, st.Mode)), 0, 0
 }

@@ -23,12 +23,7 @@ func TestOwnMountAsksNoAttributesPerChange(t *testing.T) {
 	testutil.RequireFUSE(t)
 	const files = 100
 	asks := func(allowOther bool) int64 {
-		f, err := New(Config{LiveDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-		mnt, _ := testutil.Mount(t, f.Root(), Options(allowOther))
+		f, mnt := mountPlain(t, allowOther)
 		dir := filepath.Join(mnt, "d")
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)

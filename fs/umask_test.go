@@ -17,15 +17,7 @@ import (
 // umask 077, a process with umask 002 made 0600 files instead of 0664.
 // The modes a new node gets are the caller's alone.
 func TestServerUmaskMasksNothing(t *testing.T) {
-	testutil.RequireFUSE(t)
-	old := syscall.Umask(0o077) // the server's (this process's)
-	t.Cleanup(func() { syscall.Umask(old) })
-	f, err := New(Config{LiveDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	mnt, _ := testutil.Mount(t, f.Root(), Options(false))
+	f, mnt := mountUnderUmask077(t)
 	// cd in the shell: a child of this process (which serves the mount)
 	// must not chdir into the mount before its exec (vfork).
 	cmd := exec.Command("sh", "-c", `cd "$1" && umask 002 && touch f && mkdir d && mkfifo p && : > d/g`, "sh", mnt)
@@ -51,15 +43,7 @@ func TestServerUmaskMasksNothing(t *testing.T) {
 // opened as it is, its mode and owner untouched, as open(O_CREAT) of an
 // existing file does, not given the mode of the create.
 func TestCreateOfAFileThatAppearedKeepsItsMode(t *testing.T) {
-	testutil.RequireFUSE(t)
-	old := syscall.Umask(0o077)
-	t.Cleanup(func() { syscall.Umask(old) })
-	f, err := New(Config{LiveDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	mnt, _ := testutil.Mount(t, f.Root(), Options(false))
+	f, mnt := mountUnderUmask077(t)
 	p := filepath.Join(mnt, "late")
 	if _, err := os.Lstat(p); !os.IsNotExist(err) { // the kernel keeps the miss
 		t.Fatalf("lstat before: %v", err)
@@ -84,4 +68,15 @@ func TestCreateOfAFileThatAppearedKeepsItsMode(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(f.live, "late")); err != nil || string(b) != "kept\nnew" {
 		t.Errorf("its content: %q %v, want the old content and the append", b, err)
 	}
+}
+
+// mountUnderUmask077 mounts a plain live tree (mountPlain) served by
+// this process under umask 077 until the test ends: the server's umask
+// (the test's shell commands set their own).
+func mountUnderUmask077(t *testing.T) (*FS, string) {
+	t.Helper()
+	testutil.RequireFUSE(t)
+	old := syscall.Umask(0o077)
+	t.Cleanup(func() { syscall.Umask(old) })
+	return mountPlain(t, false)
 }

@@ -84,10 +84,10 @@ func DetachDead(dir, store string) (bool, error) {
 // serverGone reports whether dir answers ENOTCONN: a FUSE mount point
 // whose server is gone. A plain stat does not tell: the kernel answers
 // it from the attributes it keeps (the live root's for an hour), which
-// its permission checks (default_permissions, a mount with --allow-other)
-// refresh at each path walk through the root, so a mount killed while in use kept
-// answering stat, and a new mount on its mount point failed at the
-// emptiness check (ENOTCONN). AT_STATX_FORCE_SYNC makes the kernel ask
+// its permission checks (default_permissions, a mount with
+// --allow-other) refresh at each path walk through the root, so a mount
+// killed while in use kept answering stat, and a new mount on its mount
+// point failed at the emptiness check (ENOTCONN). AT_STATX_FORCE_SYNC makes the kernel ask
 // the server.
 func serverGone(dir string) bool {
 	var st unix.Statx_t
