@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/deltafs/deltafs/fs"
@@ -342,7 +341,7 @@ func (m *running) unmount(ctx context.Context, unmounted <-chan struct{}, cfg Co
 	}
 	if err := m.server.Unmount(); err != nil {
 		busy := BusyMount{MountPoint: m.mnt, Holders: Holders(m.mnt), Wait: cfg.ShutdownTimeout}
-		if derr := syscall.Unmount(m.mnt, syscall.MNT_DETACH); derr != nil {
+		if derr := detach(m.mnt); derr != nil {
 			return fmt.Errorf("unmount %s: %w (lazy detach: %w)", m.mnt, err, derr)
 		}
 		if cfg.Busy != nil {

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -83,10 +84,15 @@ func unescapeMountinfo(s string) string {
 	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
 }
 
-// detach lazily unmounts dir: mount(2) as root, fusermount3 otherwise.
+// detach lazily unmounts dir: umount2(2) as root, fusermount3 otherwise
+// (a user may not call umount2 on the mount fusermount3 made for it).
 func detach(dir string) error {
 	if os.Geteuid() == 0 {
 		return syscall.Unmount(dir, syscall.MNT_DETACH)
 	}
-	return exec.Command("fusermount3", "-u", "-z", dir).Run()
+	out, err := exec.Command("fusermount3", "-u", "-z", dir).CombinedOutput()
+	if msg := strings.TrimSpace(string(out)); err != nil && msg != "" {
+		return errors.New(msg)
+	}
+	return err
 }

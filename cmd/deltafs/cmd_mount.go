@@ -137,13 +137,14 @@ func runMount(cmd *cobra.Command, cfg mount.Config) error {
 	return mount.Run(ctx, cfg)
 }
 
-// shutdownSignals returns a context that the first SIGINT or SIGTERM
-// cancels and a channel that the second one closes: the shutdown then
-// stops waiting for a busy mount to be let go of.
+// shutdownSignals returns a context that the first SIGINT, SIGTERM or
+// SIGHUP (the mount's terminal closed) cancels and a channel that the
+// second one closes: the shutdown then stops waiting for a busy mount to
+// be let go of.
 func shutdownSignals(parent context.Context) (ctx context.Context, giveUp <-chan struct{}, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	second := make(chan struct{})
 	done := make(chan struct{})
 	go func() {

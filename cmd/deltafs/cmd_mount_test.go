@@ -78,6 +78,22 @@ func (p *mountProc) wait(t *testing.T) {
 	}
 }
 
+// TestSIGHUPUnmountsCleanly: closing the terminal of a mount in the
+// foreground (SIGHUP) records what is pending and unmounts, as SIGTERM
+// does. The mount died of it (exit 129), leaving a dead mount point and
+// its pending changes to the next mount (a user review).
+func TestSIGHUPUnmountsCleanly(t *testing.T) {
+	store, mnt := newMountDirs(t)
+	p := startMount(t, store, mnt)
+	if err := os.WriteFile(filepath.Join(mnt, "notes.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.stop(t, syscall.SIGHUP) // exit 0, nothing on stderr, unmounted
+	if r := runBinary(t, nil, "cat", "--store", store, "notes.txt"); r.code != 0 || r.stdout != "hello\n" {
+		t.Fatalf("cat after the hangup: %+v", r)
+	}
+}
+
 func TestMountEndToEnd(t *testing.T) {
 	store, mnt := newMountDirs(t)
 	p := startMount(t, store, mnt)
