@@ -247,9 +247,14 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 }
 
 // Rename renames in the live tree and reports it. RENAME_NOREPLACE and
-// RENAME_EXCHANGE pass through to renameat2(2).
+// RENAME_EXCHANGE pass through to renameat2(2). A move into .snapshots
+// is EPERM: on EXDEV mv copies instead, and its mkdir there would take
+// a snapshot named after what it moves.
 func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	np, ok := newParent.(*Node)
+	if _, snaps := newParent.(*SnapshotsDir); snaps {
+		return syscall.EPERM
+	}
 	if !ok {
 		return syscall.EXDEV
 	}

@@ -297,3 +297,31 @@ func TestSnapshotRootXattrs(t *testing.T) {
 		t.Errorf("listxattr of the copied file = %s, want [user.file]", got)
 	}
 }
+
+// TestMoveIntoSnapshotsRefused: a directory or file moved into
+// .snapshots is refused with EPERM and leaves no snapshot behind. The
+// rename failed with EXDEV, on which mv copies: its mkdir of the name
+// took a snapshot of the whole tree, then the copy failed (a user
+// review).
+func TestMoveIntoSnapshotsRefused(t *testing.T) {
+	l := start(t, filepath.Join(t.TempDir(), "store"))
+	m := l.mnt
+	mustDo(t, os.MkdirAll(m+"/proj/sub", 0o755))
+	mustDo(t, os.WriteFile(m+"/proj/sub/f", []byte("f\n"), 0o644))
+	mustDo(t, os.WriteFile(m+"/file", []byte("file\n"), 0o644))
+	for _, name := range []string{"proj", "file"} {
+		if err := os.Rename(m+"/"+name, m+"/.snapshots/"+name); !errors.Is(err, syscall.EPERM) {
+			t.Errorf("rename of %s into .snapshots: %v, want EPERM", name, err)
+		}
+	}
+	out, err := exec.Command("mv", m+"/proj", m+"/.snapshots/").CombinedOutput()
+	if err == nil {
+		t.Errorf("mv of a directory into .snapshots succeeded: %s", out)
+	}
+	if ents, err := os.ReadDir(m + "/.snapshots"); err != nil || len(ents) != 0 {
+		t.Errorf(".snapshots after the moves: %v, %v; want no snapshot", ents, err)
+	}
+	if got := readOr(t, m+"/proj/sub/f"); got != "f\n" {
+		t.Errorf("proj/sub/f after the moves: %q", got)
+	}
+}
