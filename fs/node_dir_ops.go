@@ -55,7 +55,7 @@ func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 // keepCallerMode gives child name, just made with the attributes out,
 // the permission bits of mode the server's umask took (see umask.go).
 func (n *Node) keepCallerMode(name string, mode uint32, out *fuse.EntryOut) {
-	lost := n.umaskLost(mode, out.Mode)
+	lost := n.umaskLost(mode, out.Mode, out.Gid)
 	if lost == 0 || n.fsys.restoreMode(n.childRel(name), -1, out.Mode|lost, out.Mode) != nil {
 		return
 	}

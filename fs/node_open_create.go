@@ -184,7 +184,7 @@ func (n *Node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	id := newFdID(fd) // before the stat: the xattr moves the ctime (see cache.go)
 	st, attr, err := n.fsys.fstatStable(fd)
 	if err == nil && created {
-		lost, added := n.umaskLost(mode, st.Mode), ownerNeeds&^mode&st.Mode
+		lost, added := n.umaskLost(mode, st.Mode, st.Gid), ownerNeeds&^mode&st.Mode
 		if (lost != 0 || added != 0) && n.fsys.restoreMode("", fd, (st.Mode|lost)&^added, st.Mode) == nil {
 			st, attr, err = n.fsys.fstatStable(fd) // see umask.go
 		}

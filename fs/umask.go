@@ -2,6 +2,7 @@ package fs
 
 import (
 	"fmt"
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -34,13 +35,13 @@ var ownerNeeds = func() uint32 {
 
 // umaskLost returns the permission bits of mode (what the kernel asked
 // for) that a node just made in the directory n with permission bits got
-// lacks because of the server's umask, or 0.
-func (n *Node) umaskLost(mode, got uint32) uint32 {
+// and group gid lacks because of the server's umask, or 0.
+func (n *Node) umaskLost(mode, got, gid uint32) uint32 {
 	lost := mode & 0o777 &^ got
 	if lost == 0 {
 		return 0
 	}
-	if serverUID != 0 && got&syscall.S_ISGID != 0 {
+	if serverUID != 0 && got&syscall.S_ISGID != 0 && !serverInGroup(gid) {
 		// A chmod by a server not in the group a setgid directory gave
 		// the node would drop its setgid bit, which a local mkdir keeps.
 		return 0
@@ -66,4 +67,21 @@ func (f *FS) restoreMode(rel string, fd int, perm, special uint32) error {
 	}
 	defer syscall.Close(pfd)
 	return syscall.Chmod(fmt.Sprintf("/proc/self/fd/%d", pfd), mode)
+}
+
+// serverGroups are the supplementary groups of the server, asked once.
+var serverGroups, _ = os.Getgroups()
+
+// serverInGroup reports whether the server is in group gid, so that its
+// chmod of a node of that group keeps the node's setgid bit.
+func serverInGroup(gid uint32) bool {
+	if gid == serverGID {
+		return true
+	}
+	for _, g := range serverGroups {
+		if uint32(g) == gid {
+			return true
+		}
+	}
+	return false
 }

@@ -95,6 +95,29 @@ func TestUserMountBusyShutdown(t *testing.T) {
 	}
 }
 
+// TestUserMountSetgidDirectory: a directory made in a setgid directory
+// of a user's mount gets the mode its maker asked for under its own
+// umask, as in a plain directory. The server put back what its own
+// umask took from every new node but such a directory (its setgid bit,
+// which a chmod by a user outside the group drops), even when the
+// server was in the group: under umask 002, mkdir gave 2755, not 2775
+// (a user review).
+func TestUserMountSetgidDirectory(t *testing.T) {
+	u := startUserMount(t)
+	plain := filepath.Join(u.home, "plain")
+	if err := os.Mkdir(plain, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(plain, testutil.Nobody, testutil.Nobody); err != nil {
+		t.Fatal(err)
+	}
+	script := `cd "$1" && umask 002 && mkdir -m 2775 sg && mkdir sg/sub && touch sg/file && stat -c '%a %n' sg sg/sub sg/file`
+	want := u.run("sh", "-c", script, "sh", plain)
+	if got := u.run("sh", "-c", script, "sh", u.mnt); got != want {
+		t.Errorf("modes in the mount:\n%s\nin a plain directory:\n%s", got, want)
+	}
+}
+
 // userMount is a store that nobody mounted (see startUserMount).
 type userMount struct {
 	t                     *testing.T
