@@ -82,13 +82,15 @@ func infoOf(s index.Snapshot) SnapshotInfo {
 }
 
 // codes carry sentinel errors across the socket; the first that matches
-// wins (ErrNoHistory wraps index.ErrNotFound).
+// wins (ErrNoHistory wraps index.ErrNotFound). A refusal of the live
+// file system (a restore over a read-only file) is os.ErrPermission.
 var codes = []struct {
 	code string
 	err  error
 }{
 	{"no_history", ErrNoHistory}, {"is_dir", ErrIsDir}, {"need_rev", ErrNeedRev}, {"read_only", objstore.ErrReadOnly},
 	{"exists", index.ErrExists}, {"not_found", index.ErrNotFound}, {"bad_name", index.ErrBadName}, {"denied", ErrDenied},
+	{"permission", os.ErrPermission},
 }
 
 func codeOf(err error) string {

@@ -151,6 +151,30 @@ func TestAnotherUsersMountIsPermissionDenied(t *testing.T) {
 	p.stop(t, syscall.SIGTERM)
 }
 
+// TestAnotherUsersPrivateMountIsPermissionDenied: the same commands on a
+// mount without --allow-other, which the kernel closes to every other
+// user: umount said "lstat ...: permission denied" with exit 3 (a bad
+// mount point) rather than 7 (a user review).
+func TestAnotherUsersPrivateMountIsPermissionDenied(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.SkipOrFail(t, "needs root to run the binary as nobody")
+	}
+	store, mnt := newMountDirs(t)
+	bin := binaryForNobody(t, filepath.Dir(mnt))
+	p := startMount(t, store, mnt)
+	if err := os.WriteFile(filepath.Join(mnt, "f"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"snapshot", "list", mnt}, {"stats", mnt}, {"log", filepath.Join(mnt, "f")}, {"umount", mnt},
+	} {
+		r := runAsNobody(bin, args...)
+		t.Logf("%v: %s", args, strings.TrimSpace(r.stderr))
+		requireOneErrorLine(t, r, exitPermission, "permission denied")
+	}
+	p.stop(t, syscall.SIGTERM)
+}
+
 // binaryForNobody makes dir and the directories above it up to the
 // temporary directory reachable by nobody (0755) and copies the built
 // binary into dir (the test binary's own directory is 0700): its path.

@@ -275,6 +275,8 @@ func startCPUProfile(path string) (func(), error) {
 // none of the mount-specific ones.
 func mountErrorCode(err error) int {
 	switch {
+	case errors.Is(err, os.ErrPermission): // a mount point or store the user may not reach
+		return exitPermission
 	case errors.Is(err, mount.ErrMountPoint), errors.Is(err, mount.ErrOverlap):
 		return exitMountPoint
 	case errors.Is(err, objstore.ErrLocked):
@@ -285,8 +287,6 @@ func mountErrorCode(err error) int {
 		return exitNoFUSE
 	case errors.Is(err, mount.ErrBusy):
 		return exitBusy
-	case errors.Is(err, os.ErrPermission):
-		return exitPermission
 	}
 	return 0
 }

@@ -118,6 +118,20 @@ func TestUserMountSetgidDirectory(t *testing.T) {
 	}
 }
 
+// TestUserMountRestoreRefused: restore over a file its user made
+// read-only is permission denied, exit 7 as the README's table says: the
+// mount's answer lost its kind on the control socket, exit 1 (a user
+// review).
+func TestUserMountRestoreRefused(t *testing.T) {
+	u := startUserMount(t)
+	u.run("sh", "-c", `cd "$1" && echo one > f && echo two > f && chmod 444 f`, "sh", u.mnt)
+	r := runAsNobody(u.bin, "restore", filepath.Join(u.mnt, "f"), "--rev", "0")
+	requireOneErrorLine(t, r, exitPermission, "permission denied")
+	if out := u.run("cat", filepath.Join(u.mnt, "f")); out != "two\n" {
+		t.Errorf("f after the refused restore: %q", out)
+	}
+}
+
 // userMount is a store that nobody mounted (see startUserMount).
 type userMount struct {
 	t                     *testing.T
