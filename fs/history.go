@@ -22,10 +22,13 @@ type History interface {
 	// of the file reported to the Recorder before the call is in it, even
 	// one the recorder has not finished.
 	Revisions(ctx context.Context, id FileID) ([]Revision, error)
-	// Len returns one past the number of the newest revision Revisions
-	// would return (0 if none), as cheaply as a point lookup, after the
-	// same wait: how many it returns, unless gc left gaps in the numbers.
-	Len(ctx context.Context, id FileID) (int, error)
+	// Len returns the store file holding the revisions Revisions would
+	// return and one past the number of the newest of them (0 if none),
+	// as cheaply as a point lookup, after the same wait: how many it
+	// returns, unless gc left gaps in the numbers. The store file of a
+	// live file changes when it takes another's history (a save's temp
+	// file renamed over the file, or to the path it left).
+	Len(ctx context.Context, id FileID) (index.FileID, int, error)
 	// Revision returns revision rev of the live file whose identity is
 	// id, or an error matching index.ErrNotFound.
 	Revision(ctx context.Context, id FileID, rev index.Rev) (Revision, error)

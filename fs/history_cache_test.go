@@ -51,12 +51,12 @@ func (h *listHistory) Revisions(ctx context.Context, id FileID) ([]Revision, err
 }
 
 // Len is the newest revision's number + 1, as the store's is.
-func (h *listHistory) Len(ctx context.Context, id FileID) (int, error) {
+func (h *listHistory) Len(ctx context.Context, id FileID) (index.FileID, int, error) {
 	revs, err := h.Revisions(ctx, id)
 	if len(revs) == 0 {
-		return 0, err
+		return 0, 0, err
 	}
-	return int(revs[len(revs)-1].ID.Rev) + 1, err
+	return 7, int(revs[len(revs)-1].ID.Rev) + 1, err
 }
 
 func (h *listHistory) Revision(ctx context.Context, id FileID, rev index.Rev) (Revision, error) {

@@ -29,6 +29,7 @@ type histFile struct {
 
 	mu   sync.Mutex
 	id   FileID          // the live file ents lists
+	file index.FileID    // the store file its revisions were in
 	ents []fuse.DirEntry // its listing, shared read-only with open handles
 	next int             // one past the newest revision number ents lists
 	kc   dirCache        // what the kernel may have cached of it
@@ -148,15 +149,25 @@ func (h *revListHandle) Lookup(ctx context.Context, name string, out *fuse.Entry
 
 // listing returns the revisions of live file id as directory entries.
 func (f *histFile) listing(ctx context.Context, id FileID) ([]fuse.DirEntry, error) {
-	n, err := f.v.hist.Len(ctx, id)
+	file, n, err := f.v.hist.Len(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	var stale []fuse.DirEntry
+	defer func() { f.forget(stale) }() // after the unlock
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	have := -1
-	if f.id == id {
+	if f.id == id && f.file == file {
 		have = f.next // not len(f.ents): gc leaves gaps in the numbers
+	} else if len(f.ents) > 0 {
+		// The node lists another history than before: a live file that
+		// took another's (a save's temp file renamed over it, or to
+		// the path it left), or another file on the inode number. The
+		// kernel keeps the names it looked up for an hour, and a name
+		// of the new listing (number and second) may be one of the old:
+		// it would open the old revision.
+		stale = f.ents
 	}
 	switch {
 	case have == n:
@@ -181,7 +192,7 @@ func (f *histFile) listing(ctx context.Context, id FileID) ([]fuse.DirEntry, err
 	if err != nil {
 		return nil, err
 	}
-	f.id, f.ents, f.next = id, revEntries(revs), 0
+	f.id, f.file, f.ents, f.next = id, file, revEntries(revs), 0
 	if len(revs) > 0 {
 		f.next = int(revs[len(revs)-1].ID.Rev) + 1
 	}
@@ -352,4 +363,14 @@ func (h *histHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 func (h *histHandle) Release(ctx context.Context) syscall.Errno {
 	h.released.Do(h.n.text.release)
 	return 0
+}
+
+// forget has the kernel drop the names of ents, an earlier listing,
+// so that each is looked up again. It runs in the handler of an OPENDIR
+// of f, which holds no lock of the kernel's on f (an entry invalidation
+// takes f's).
+func (f *histFile) forget(ents []fuse.DirEntry) {
+	for _, e := range ents {
+		f.NotifyEntry(e.Name)
+	}
 }

@@ -67,16 +67,16 @@ func (h *historyView) Revisions(ctx context.Context, id fs.FileID) ([]fs.Revisio
 	return out, wrapCorrupt(err)
 }
 
-func (h *historyView) Len(ctx context.Context, id fs.FileID) (int, error) {
+func (h *historyView) Len(ctx context.Context, id fs.FileID) (index.FileID, int, error) {
 	fid, ok, err := h.file(ctx, id)
 	if err != nil || !ok {
-		return 0, err
+		return 0, 0, err
 	}
 	e, ok, err := h.st.Latest(fid) // not the record's count: gc leaves gaps
 	if err != nil || !ok {
-		return 0, wrapCorrupt(err)
+		return fid, 0, wrapCorrupt(err)
 	}
-	return int(e.Rev) + 1, nil
+	return fid, int(e.Rev) + 1, nil
 }
 
 func (h *historyView) Revision(ctx context.Context, id fs.FileID, rev index.Rev) (fs.Revision, error) {

@@ -343,6 +343,17 @@ func (r *Recorder) Renamed(ev fs.Rename) {
 		}
 		h.c.Path = ev.To
 		r.releaseLocked(ev.ID)
+	} else if ev.Replaced.IsZero() && !ev.Exchange && !ev.ID.IsZero() && r.births.young(ev.ID, time.Now()) {
+		// A young file already recorded, renamed to a path another
+		// file left lately (a safe write slower than the new-file
+		// grace: the temp file closed, f moved away or removed, the
+		// temp file renamed to f): the rename binds as one over f
+		// would (storeSink.renamedOver), the original, if it lives on
+		// where it went, forking.
+		if v, ok := r.vac.take(ev.To, ev.ID, ev.Uid, time.Now()); ok {
+			r.releaseLocked(v.id) // the original's revision comes first
+			ev.Replaced, ev.ReplacedUid, ev.ReplacedLivesAt = v.id, v.uid, v.to
+		}
 	}
 	r.renamedPaths(ev)
 	if r.pushUnlessIgnored(Event{Rename: &ev}) && !ev.ID.IsZero() && !ev.Replaced.IsZero() {

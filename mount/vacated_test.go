@@ -498,3 +498,49 @@ func TestSnapshotDuringSaveComparesContent(t *testing.T) {
 		t.Fatalf("the snapshot's f.bak: %.10q... (%v), want the old file's", got, err)
 	}
 }
+
+// A save whose temp file was recorded before it was renamed to the path
+// its original had just left (JetBrains' safe write: the temp file
+// written and closed, f renamed to f~ or removed, the temp file renamed
+// to f, with more than the new-file grace between the close and the
+// renames) continues f's history, as a temp file renamed over f does:
+// the temp file's revision becomes f's next (a dedup of it, no data
+// stored again), and an original still there keeps a fork of its own.
+// The path's history restarted at the temp file's content (a user
+// review).
+func TestRecordedTempFileRenamedToVacatedPath(t *testing.T) {
+	for _, how := range []string{"backup", "remove", "over"} {
+		t.Run(how, func(t *testing.T) {
+			store := filepath.Join(t.TempDir(), "s.dfs")
+			l := start(t, store)
+			p := func(n string) string { return filepath.Join(l.mnt, n) }
+			v1 := textOfLines(1, 2000)
+			v2 := v1 + "one more line\n"
+			writeFile(t, p("f"), v1)
+			l.recorded(t, 1)
+			writeFile(t, p("f.new"), v2)
+			if _, got := history(t, l.mnt, "f.new"); !equal(got, []string{v2}) { // recorded: past the grace
+				t.Fatalf(".history/f.new: %d revisions", len(got))
+			}
+			if how == "backup" {
+				mustDo(t, os.Rename(p("f"), p("f~")))
+			} else if how == "remove" {
+				mustDo(t, os.Remove(p("f")))
+			}
+			mustDo(t, os.Rename(p("f.new"), p("f")))
+			if names, got := history(t, l.mnt, "f"); !equal(got, []string{v1, v2}) {
+				t.Errorf(".history/f: %d revisions (%v %v), want the 2 of the path", len(got), lens(got), names)
+			}
+			if how == "backup" {
+				if _, got := history(t, l.mnt, "f~"); !equal(got, []string{v1}) {
+					t.Errorf(".history/f~: %d revisions, want the original's, a fork of f's", len(got))
+				}
+			}
+			l.stop(t)
+			es := entriesAt(t, store, "f")
+			if len(es) != 2 || es[1].P1 != es[0].ID() || es[1].Stored > 2048 {
+				t.Errorf("f's revisions in the store: %+v, want 2, the second a small one on the first", es)
+			}
+		})
+	}
+}
