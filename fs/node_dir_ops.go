@@ -177,7 +177,8 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 // kernel looked up (to unlink it) already has, and a regular file is
 // looked at only if pending changes reach it by reference (keepRemoved;
 // it keeps the file whatever its link count, which it does not know).
-// An UnlinkListener hears a regular file's unlink with its ID alone.
+// An UnlinkListener hears a regular file's unlink with its ID, its owner
+// and the links it has left (from the stat it needs for the owner).
 func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
 	ino, reg := uint64(0), true
 	var id FileID
@@ -192,7 +193,7 @@ func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
 		ino = n.childIno(name)
 	}
 	redo := reg && n.fsys.redoing()
-	var uid uint32
+	var uid, nlink uint32
 	if pend := reg && ino != 0 && n.fsys.refs.pending(ino); pend || reg && n.fsys.unlinks || redo {
 		p := n.childPath(name)
 		if id.IsZero() {
@@ -201,6 +202,7 @@ func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
 		var st syscall.Stat_t
 		if n.fsys.unlinks && !id.IsZero() && syscall.Lstat(p, &st) == nil {
 			uid = st.Uid // whose file leaves the path (vacated paths)
+			nlink = uint32(st.Nlink) - 1
 		}
 		if pend {
 			if errno := n.fsys.keepRemoved(ctx, p, ino, id); errno != 0 {
@@ -218,7 +220,7 @@ func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
 	}
 	n.touchChild(ino)
 	if reg && n.fsys.unlinks && !id.IsZero() {
-		n.fsys.rec.Removed(Remove{Path: n.childRel(name), ID: id, Uid: uid})
+		n.fsys.rec.Removed(Remove{Path: n.childRel(name), ID: id, Uid: uid, Nlink: nlink})
 	}
 	return 0
 }
@@ -299,6 +301,7 @@ func (n *Node) renameEvent(name string, np *Node, newName string, flags uint32) 
 		ev.Replaced, ev.ReplacedUid = readID(to), st.Uid
 		if st.Nlink > 1 && !ev.Exchange && !ev.Replaced.IsZero() {
 			ev.ReplacedLivesAt = np.otherLink(newName, n, st.Ino)
+			ev.ReplacedElsewhere = ev.ReplacedLivesAt == ""
 		}
 	}
 	return ev

@@ -108,8 +108,11 @@ type Rename struct {
 	// (a hard link: `ln f f.bak`, then an atomic save of f), if the
 	// rename's two directories hold one; "" otherwise.
 	ReplacedLivesAt string
-	Exchange        bool // RENAME_EXCHANGE: From now names what To named
-	Dir             bool // a directory moved: every path under From moved too
+	// ReplacedElsewhere: Replaced lives on under another hard link, in
+	// a directory other than the rename's two, whose path is not known.
+	ReplacedElsewhere bool
+	Exchange          bool // RENAME_EXCHANGE: From now names what To named
+	Dir               bool // a directory moved: every path under From moved too
 	// Uid and ReplacedUid are the owners of ID and Replaced: a history
 	// goes on from one file to another only between files of one owner
 	// (a file's .history is its owner's to read).
@@ -121,7 +124,7 @@ type Remove struct {
 	Path  string
 	ID    FileID // zero unless a regular file
 	Dir   bool
-	Nlink uint32 // links left to the inode (regular files; 0: gone, or not gathered: see UnlinkListener)
+	Nlink uint32 // links left to the inode (regular files; 0: gone)
 	Uid   uint32 // the owner of the regular file ID
 }
 
@@ -236,9 +239,10 @@ type QuietRecorder interface {
 // which path (the mount continues a file's history in a new file made
 // at its path soon after: git checkout unlinks a file and creates it
 // again). When TakesUnlinks is true, the live tree calls Removed for the
-// unlink of a regular file with Path and ID alone (the ID is the node's
-// if it reported a change this mount, else one xattr read; Nlink is not
-// gathered and reads 0), and still not for directories or links.
+// unlink of a regular file with Path, ID, Uid and Nlink alone (the ID is
+// the node's if it reported a change this mount, else one xattr read;
+// one stat for the owner and the links), and still not for directories
+// or links.
 type UnlinkListener interface {
 	QuietRecorder
 	TakesUnlinks() bool

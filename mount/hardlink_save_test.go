@@ -61,3 +61,56 @@ func saveOverHardLink(t *testing.T, slow bool) {
 		}
 	}
 }
+
+// TestSaveOverHardLinkElsewhereForksIt: the same with the other name in
+// a directory the save does not touch (rsync --backup --backup-dir=old:
+// "ln doc old/doc", then the new doc renamed over doc; or git's way,
+// doc unlinked and written again). The mount does not know where the
+// other name is, and the file there kept no history: verify reported
+// it as never recorded, and gc refused the store as damaged (a user
+// review). It forks at once, under the name it left.
+func TestSaveOverHardLinkElsewhereForksIt(t *testing.T) {
+	for _, how := range []string{"rename", "slow rename", "unlink"} {
+		t.Run(how, func(t *testing.T) {
+			store := filepath.Join(t.TempDir(), "s.dfs")
+			ctx := context.Background()
+			l := start(t, store)
+			one, two := []byte("one\n"), []byte("two\n")
+			mustDo(t, os.WriteFile(l.mnt+"/doc", one, 0o644))
+			l.recorded(t, 1)
+			mustDo(t, os.Mkdir(l.mnt+"/old", 0o755))
+			mustDo(t, os.Link(l.mnt+"/doc", l.mnt+"/old/doc"))
+			if how == "unlink" {
+				mustDo(t, os.Remove(l.mnt+"/doc"))
+				mustDo(t, os.WriteFile(l.mnt+"/doc", two, 0o644))
+			} else {
+				mustDo(t, os.WriteFile(l.mnt+"/.doc.tmp", two, 0o644))
+				if how == "slow rename" {
+					l.recorded(t, 2)
+				}
+				mustDo(t, os.Rename(l.mnt+"/.doc.tmp", l.mnt+"/doc"))
+			}
+			mustDo(t, l.rec.Sync(ctx))
+			c := connect(t, l.mnt, false)
+			for _, f := range []struct {
+				path string
+				revs int
+				want []byte
+			}{{"old/doc", 1, one}, {"doc", 2, two}} {
+				lg, err := c.Log(ctx, Target{Path: f.path})
+				if err != nil || len(lg.Revisions) != f.revs {
+					t.Errorf("log %s: %q, %v; want %d revisions", f.path, revNums(lg), err, f.revs)
+					continue
+				}
+				if _, data, err := c.Cat(ctx, Target{Path: f.path}, RevSpec{}); err != nil || !bytes.Equal(data, f.want) {
+					t.Errorf("cat %s: %q, %v; want %q", f.path, data, err, f.want)
+				}
+			}
+			l.stop(t)
+			if r := verifyOffline(t, store); r.Live.Problems != 0 || r.Live.Pending != 0 {
+				t.Errorf("verify: %+v", r.Live)
+			}
+			gcStore(t, store)
+		})
+	}
+}

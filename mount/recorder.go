@@ -337,7 +337,7 @@ func (r *Recorder) Renamed(ev fs.Rename) {
 			// (a replaced file that lives on through another link forks
 			// at the rename's own event: storeSink.renamedOver; another
 			// owner's file does not take the replaced one's history)
-			h.continues, h.livesAt = ev.Replaced, ""
+			h.continues, h.livesAt = ev.Replaced, "" // (forks at the rename's event)
 		case ev.Replaced.IsZero() && !ev.Exchange && h.c.New && h.continues.IsZero():
 			h.continues, h.livesAt = r.succeed(ev.To, ev.ID, ev.Uid, time.Now())
 		}
@@ -365,7 +365,11 @@ func (r *Recorder) Removed(ev fs.Remove) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !ev.Dir && !ev.ID.IsZero() {
-		r.vac.left(ev.Path, ev.ID, ev.Uid, "", time.Now())
+		to := ""
+		if ev.Nlink > 0 { // it lives on under another name
+			to = elsewhere(ev.Path)
+		}
+		r.vac.left(ev.Path, ev.ID, ev.Uid, to, time.Now())
 	}
 	r.pushUnlessIgnored(Event{Remove: &ev, Moved: r.moves.moved(ev.ID)})
 }

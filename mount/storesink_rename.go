@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/deltafs/deltafs/fs"
@@ -36,8 +37,8 @@ const saveWindow = 5 * time.Minute
 func (s *storeSink) renamedOver(ctx context.Context, r *fs.Rename) error {
 	fid, ok := s.ids[r.Replaced]
 	if !ok {
-		if r.ReplacedLivesAt != "" {
-			return s.forkMoved(ctx, r.Replaced, r.ReplacedLivesAt)
+		if at := replacedLivesAt(r); at != "" {
+			return s.forkMoved(ctx, r.Replaced, at)
 		}
 		return nil
 	}
@@ -60,11 +61,30 @@ func (s *storeSink) renamedOver(ctx context.Context, r *fs.Rename) error {
 	if hasOwn {
 		err = s.carryOver(ctx, fid, own, r.To)
 	}
-	if r.ReplacedLivesAt != "" { // through another hard link
-		err = errors.Join(err, s.forkMoved(ctx, r.Replaced, r.ReplacedLivesAt))
+	if at := replacedLivesAt(r); at != "" { // through another hard link
+		err = errors.Join(err, s.forkMoved(ctx, r.Replaced, at))
 	}
 	return err
 }
+
+// replacedLivesAt is where the file a rename replaced lives on, for
+// forkMoved: the other name the rename's directories hold, else
+// elsewhere(r.To) if it has one in another directory, else "".
+func replacedLivesAt(r *fs.Rename) string {
+	if r.ReplacedElsewhere && r.ReplacedLivesAt == "" {
+		return elsewhere(r.To)
+	}
+	return r.ReplacedLivesAt
+}
+
+// elsewhere is the livesAt (forkMoved, Event.LivesAt, vacate.to) of a
+// file that left path and lives on under another hard link whose path
+// the mount does not know (rsync --backup-dir's "ln doc old/doc", then a
+// new doc): it forks at once, named by the path it left, rather than at
+// its next change; until then it had no history of its own (verify
+// reported it as never recorded, gc took the store for damaged). A NUL,
+// which no path holds, marks it.
+func elsewhere(path string) string { return "\x00" + path }
 
 // youngerThan reports whether store file fid's first revision is less
 // than d old.
@@ -119,7 +139,9 @@ func (s *storeSink) forkMoved(ctx context.Context, old fs.FileID, rel string) er
 	if !ok || from.IsNull() {
 		return nil
 	}
-	if id, err := readFileID(filepath.Join(s.live, filepath.FromSlash(rel))); err != nil || id != old {
+	if name, unknown := strings.CutPrefix(rel, elsewhere("")); unknown {
+		rel = name // (see elsewhere)
+	} else if id, err := readFileID(filepath.Join(s.live, filepath.FromSlash(rel))); err != nil || id != old {
 		return nil // gone, or elsewhere: it forks at its next change
 	}
 	fail := func(err error) error { return fmt.Errorf("%s: fork the history it left: %w", rel, err) }
