@@ -210,6 +210,13 @@ func (h *historian) Restore(ctx context.Context, t Target, rev *uint32) (FileRev
 	if err != nil {
 		return FileRev{}, err
 	}
+	if t.File != 0 && t.Path != "" && !found.Deleted {
+		// A path with --id is where a deleted file is made again; a
+		// live file is restored in place.
+		if to, err := cleanRel(t.Path); err != nil || to != lf.Rel {
+			return FileRev{}, fmt.Errorf("restore %s: file %d lives at %s and is restored there (give that path, or none); deltafs cat --id %d --rev N > FILE copies a revision elsewhere", t.Path, t.File, lf.Rel, t.File)
+		}
+	}
 	out := FileRev{FileInfo: found}
 	if rev == nil && !found.Deleted {
 		return out, fmt.Errorf("restore %s: %w", lf.Rel, ErrNeedRev)

@@ -150,3 +150,46 @@ func checkHistoryErrors(t *testing.T, c Controller, root string) {
 
 // ptr returns a pointer to v.
 func ptr[T any](v T) *T { return &v }
+
+// TestRestoreByIDToAnotherPathRefused: restore --id N PATH of a live
+// file N that lives at another path than PATH is refused, mounted and
+// offline, and changes neither file: it restored N in place, exit 0,
+// whatever PATH said (a user review; PATH with --id is where a deleted
+// file is made again).
+func TestRestoreByIDToAnotherPathRefused(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	l := start(t, store)
+	ctx := context.Background()
+	mustDo(t, os.WriteFile(l.mnt+"/a", []byte("A0\n"), 0o644))
+	mustDo(t, os.WriteFile(l.mnt+"/b", []byte("B0\n"), 0o644))
+	l.recorded(t, 2)
+	mustDo(t, os.WriteFile(l.mnt+"/a", []byte("A1\n"), 0o644))
+	l.recorded(t, 3)
+	c := connect(t, l.mnt, false)
+	lg, err := c.Log(ctx, Target{Path: "a"})
+	mustDo(t, err)
+	check := func(c Controller, dir string) {
+		t.Helper()
+		a, err := os.ReadFile(filepath.Join(dir, "a"))
+		mustDo(t, err)
+		for _, to := range []string{"b", "copy.txt", "../escape.txt"} {
+			if _, err := c.Restore(ctx, Target{Path: to, File: lg.File}, new(uint32)); err == nil {
+				t.Errorf("restore --id %d %s: no error", lg.File, to)
+			}
+		}
+		for name, want := range map[string]string{"a": string(a), "b": "B0\n"} {
+			if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != want {
+				t.Errorf("%s after the refused restores: %q, %v", name, b, err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, "copy.txt")); err == nil {
+			t.Error("copy.txt was made")
+		}
+		if _, err := c.Restore(ctx, Target{Path: "a", File: lg.File}, new(uint32)); err != nil {
+			t.Errorf("restore --id %d a: %v", lg.File, err)
+		}
+	}
+	check(c, l.mnt)
+	l.stop(t)
+	check(connect(t, store, false), filepath.Join(store, liveDir))
+}
