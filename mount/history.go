@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -371,9 +372,39 @@ func rewrite(p string, data []byte, fsync bool) error {
 	if err != nil {
 		return err
 	}
-	_, werr := f.Write(data)
+	werr := writeSparse(f, data)
 	if werr == nil && fsync {
 		werr = f.Sync()
 	}
 	return errors.Join(werr, f.Close())
+}
+
+// sparseBlock is the unit writeSparse leaves a hole for: a file system
+// block.
+const sparseBlock = 4096
+
+// writeSparse writes data into the empty file f, leaving a hole for
+// every block of zeros: a restored revision of a sparse file (a disk
+// image, a database) took its full size on disk.
+func writeSparse(f *os.File, data []byte) error {
+	var zero [sparseBlock]byte
+	start := -1 // the start of the run of blocks to write, if any
+	for off := 0; ; off += sparseBlock {
+		end := min(off+sparseBlock, len(data))
+		if off < len(data) && !bytes.Equal(data[off:end], zero[:end-off]) {
+			if start < 0 {
+				start = off
+			}
+			continue
+		}
+		if start >= 0 {
+			if _, err := f.WriteAt(data[start:min(off, len(data))], int64(start)); err != nil {
+				return err
+			}
+			start = -1
+		}
+		if off >= len(data) {
+			return f.Truncate(int64(len(data)))
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/deltafs/deltafs/index"
@@ -192,4 +193,84 @@ func TestRestoreByIDToAnotherPathRefused(t *testing.T) {
 	check(c, l.mnt)
 	l.stop(t)
 	check(connect(t, store, false), filepath.Join(store, liveDir))
+}
+
+// TestRestoreKeepsHoles: a restored revision of a sparse file is sparse
+// again, mounted, offline and for a deleted file: every byte was written,
+// and a disk image took its full size (a user review).
+func TestRestoreKeepsHoles(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	l := start(t, store)
+	ctx := context.Background()
+	const size = 8 << 20
+	img := l.mnt + "/disk.img"
+	f, err := os.Create(img)
+	mustDo(t, err)
+	mustDo(t, f.Truncate(size))
+	_, err = f.WriteAt([]byte("head"), 0)
+	mustDo(t, err)
+	_, err = f.WriteAt([]byte("middle"), size/2+100)
+	mustDo(t, err)
+	_, err = f.WriteAt([]byte("tail"), size-4)
+	mustDo(t, err)
+	mustDo(t, f.Close())
+	want, err := os.ReadFile(img)
+	mustDo(t, err)
+	l.recorded(t, 1)
+	mustDo(t, os.WriteFile(img, []byte("not sparse\n"), 0o644))
+	l.recorded(t, 2)
+	sparse := func(p, how string) {
+		t.Helper()
+		got, err := os.ReadFile(p)
+		var st syscall.Stat_t
+		if err == nil {
+			err = syscall.Stat(p, &st)
+		}
+		if err != nil || !bytes.Equal(got, want) || st.Blocks*512 > 1<<20 {
+			t.Errorf("%s restore: %d bytes (equal %v), %d bytes allocated, %v", how, len(got), bytes.Equal(got, want), st.Blocks*512, err)
+		}
+	}
+	c := connect(t, l.mnt, false)
+	_, err = c.Restore(ctx, Target{Path: "disk.img"}, new(uint32))
+	mustDo(t, err)
+	sparse(img, "mounted")
+	mustDo(t, os.Remove(img))
+	mustDo(t, l.rec.Sync(ctx))
+	_, err = c.Restore(ctx, Target{Path: "disk.img"}, new(uint32))
+	mustDo(t, err)
+	sparse(img, "mounted, deleted")
+	mustDo(t, os.WriteFile(img, []byte("not sparse\n"), 0o644))
+	l.stop(t)
+	off := connect(t, store, false)
+	_, err = off.Restore(ctx, Target{Path: "disk.img"}, new(uint32))
+	mustDo(t, err)
+	live := filepath.Join(store, liveDir, "disk.img")
+	sparse(live, "offline")
+	mustDo(t, os.Remove(live))
+	_, err = off.Restore(ctx, Target{Path: "disk.img"}, new(uint32))
+	mustDo(t, err)
+	sparse(live, "offline, deleted")
+}
+
+// TestWriteSparse: writeSparse writes back exactly the bytes it is given,
+// whatever blocks of them are zeros, ending in a hole or in a partial
+// block.
+func TestWriteSparse(t *testing.T) {
+	nonzero := func(n int) []byte { return bytes.Repeat([]byte{7}, n) }
+	zeros := func(n int) []byte { return make([]byte, n) }
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	for i, data := range [][]byte{
+		nil, nonzero(1), zeros(1), zeros(sparseBlock), nonzero(sparseBlock - 1),
+		cat(zeros(sparseBlock), nonzero(1)), cat(nonzero(sparseBlock+1), zeros(2*sparseBlock)),
+		cat(nonzero(10), zeros(3*sparseBlock), nonzero(sparseBlock+5), zeros(sparseBlock), nonzero(1)),
+	} {
+		p := filepath.Join(t.TempDir(), "f")
+		f, err := os.Create(p)
+		mustDo(t, err)
+		mustDo(t, writeSparse(f, data))
+		mustDo(t, f.Close())
+		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("case %d: %d bytes back for %d, %v", i, len(got), len(data), err)
+		}
+	}
 }

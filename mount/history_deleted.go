@@ -205,7 +205,7 @@ func (h *historian) restoreDeletedMounted(ctx context.Context, lf liveFile, fid 
 	before := s.prev(fid)
 	s.adopting[id], s.restoring[fid] = fid, old
 	h.ls.mu.Unlock()
-	_, werr := f.Write(data)
+	werr := writeSparse(f, data)
 	if werr == nil {
 		werr = f.Sync()
 	}
@@ -238,7 +238,7 @@ func (h *historian) restoreDeletedOffline(ctx context.Context, lf liveFile, fid 
 	id := fs.NewFileID()
 	err = unix.Fsetxattr(int(f.Fd()), fs.XattrID, id[:], unix.XATTR_CREATE)
 	if err == nil {
-		_, err = f.Write(data)
+		err = writeSparse(f, data)
 	}
 	if err = errors.Join(err, f.Close()); err != nil {
 		return index.NullRev, errors.Join(err, os.Remove(lf.Path))
