@@ -203,7 +203,7 @@ func (d *histDir) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHan
 		}
 		ents = append(ents, fuse.DirEntry{Name: e.Name, Mode: syscall.S_IFDIR, Ino: histIno(kind, e.Ino)})
 	}
-	return &plainListHandle{listDir: listDir{ents: ents}}, 0, 0
+	return &plainListHandle{listDir: listDir{ents: withDots(d.EmbeddedInode(), ents)}}, 0, 0
 }
 
 // histKindOf returns the kind of node a live directory entry shows as

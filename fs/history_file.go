@@ -81,7 +81,7 @@ func (f *histFile) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHa
 	}
 	id := readID(p)
 	if id.IsZero() || f.v.hist == nil {
-		return &plainListHandle{}, 0, 0 // never recorded
+		return &plainListHandle{listDir: listDir{ents: withDots(f.EmbeddedInode(), nil)}}, 0, 0 // never recorded
 	}
 	f.v.fsys.waitReleases(ctx, f.Path(f.v.root))
 	f.cacheMu.Lock()
@@ -91,6 +91,8 @@ func (f *histFile) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHa
 		return nil, 0, snapErrno(f.v.log, "history list", err)
 	}
 	h := &revListHandle{f: f, ents: ents}
+	copy(h.dots[:], withDots(f.EmbeddedInode(), nil))
+	h.dots[0].Off, h.dots[1].Off = 1, 2
 	return h, f.openFlags(h), 0
 }
 
@@ -105,8 +107,9 @@ type revListHandle struct {
 	gen     uint64 // the generation of ents (dirCache)
 
 	mu   sync.Mutex
+	dots [2]fuse.DirEntry // "." and "..", listed first
 	ents []fuse.DirEntry
-	i    int
+	i    int // the next entry: a dot below 2, else ents[i-2]
 }
 
 var (
@@ -126,20 +129,24 @@ func (h *revListHandle) Releasedir(ctx context.Context, flags uint32) {
 func (h *revListHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.i >= len(h.ents) {
+	if h.i < len(h.dots) {
+		h.i++
+		return &h.dots[h.i-1], 0
+	}
+	if h.i-len(h.dots) >= len(h.ents) {
 		return nil, 0
 	}
-	if h.i == 0 {
+	if h.i == len(h.dots) {
 		h.f.v.fsys.histPasses.Add(1)
 	}
 	h.i++
-	return &h.ents[h.i-1], 0
+	return &h.ents[h.i-1-len(h.dots)], 0
 }
 
 func (h *revListHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.i = int(min(off, uint64(len(h.ents))))
+	h.i = int(min(off, uint64(len(h.dots)+len(h.ents))))
 	return 0
 }
 
@@ -226,7 +233,7 @@ func revEntries(revs []Revision) []fuse.DirEntry {
 
 // revEntry is the directory entry of r, entry i of its listing.
 func revEntry(name string, r Revision, i int) fuse.DirEntry {
-	return fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: histIno(histKindRev, revKey(r.ID)), Off: uint64(i) + 1}
+	return fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: histIno(histKindRev, revKey(r.ID)), Off: uint64(i) + 3} // after "." and ".."
 }
 
 // Lookup finds a revision by its name; the number may have any padding,

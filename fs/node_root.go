@@ -110,6 +110,19 @@ func (d *rootDir) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
 }
 
 // listDir is a directory handle over a fixed listing.
+// withDots returns ents after the "." and ".." entries of directory n (its
+// own and its parent's inode numbers; its own at the root): a listing the
+// mount makes itself lacks them (go-fuse adds none), where the live
+// directories' have them, and "ls -a" shows them.
+func withDots(n *gofs.Inode, ents []fuse.DirEntry) []fuse.DirEntry {
+	self := n.StableAttr().Ino
+	parent := self
+	if _, p := n.Parent(); p != nil {
+		parent = p.StableAttr().Ino
+	}
+	return append([]fuse.DirEntry{{Name: ".", Mode: syscall.S_IFDIR, Ino: self}, {Name: "..", Mode: syscall.S_IFDIR, Ino: parent}}, ents...)
+}
+
 type listDir struct {
 	mu   sync.Mutex
 	ents []fuse.DirEntry

@@ -82,10 +82,11 @@ func (d *SnapshotsDir) entries(ctx context.Context) ([]fuse.DirEntry, syscall.Er
 	if err != nil {
 		return nil, snapErrno(d.v.log, "list snapshots", err)
 	}
-	ents := make([]fuse.DirEntry, len(list))
-	for i, s := range list {
-		ents[i] = fuse.DirEntry{Name: s.Name, Mode: syscall.S_IFDIR, Ino: viewIno(s.ID, s.Root.Ino)}
+	ents := make([]fuse.DirEntry, 2, len(list)+2) // "." and ".." first
+	for _, s := range list {
+		ents = append(ents, fuse.DirEntry{Name: s.Name, Mode: syscall.S_IFDIR, Ino: viewIno(s.ID, s.Root.Ino)})
 	}
+	copy(ents, withDots(d.EmbeddedInode(), nil))
 	return ents, 0
 }
 

@@ -36,10 +36,11 @@ func (d *viewDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	if err != nil {
 		return nil, snapErrno(d.v.log, "readdir", err)
 	}
-	ents := make([]fuse.DirEntry, len(t.Entries))
-	for i, e := range t.Entries {
-		ents[i] = fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: viewIno(d.snap, e.Ino)}
+	ents := make([]fuse.DirEntry, 2, len(t.Entries)+2) // "." and ".." first
+	for _, e := range t.Entries {
+		ents = append(ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: viewIno(d.snap, e.Ino)})
 	}
+	copy(ents, withDots(d.EmbeddedInode(), nil))
 	return gofs.NewListDirStream(ents), 0
 }
 

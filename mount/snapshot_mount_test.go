@@ -325,3 +325,37 @@ func TestMoveIntoSnapshotsRefused(t *testing.T) {
 		t.Errorf("proj/sub/f after the moves: %q", got)
 	}
 }
+
+// TestViewListingsHaveDots: every directory the mount lists itself
+// (.snapshots, a snapshot's directories, .history and a file's
+// revisions) lists "." and ".." first, as the live directories do: ls -a
+// showed neither (a user review).
+func TestViewListingsHaveDots(t *testing.T) {
+	l := start(t, filepath.Join(t.TempDir(), "store"))
+	m := l.mnt
+	mustDo(t, os.MkdirAll(m+"/d", 0o755))
+	mustDo(t, os.WriteFile(m+"/d/f", []byte("f\n"), 0o644))
+	l.recorded(t, 1)
+	mustDo(t, os.Mkdir(m+"/.snapshots/s", 0o755))
+	for dir, rest := range map[string]string{
+		m + "/.snapshots": "s", m + "/.snapshots/s": "d", m + "/.snapshots/s/d": "f",
+		m + "/.history": "d", m + "/.history/d": "f",
+	} {
+		out, err := exec.Command("ls", "-a", dir).Output()
+		if got, want := string(out), ".\n..\n"+rest+"\n"; err != nil || got != want {
+			t.Errorf("ls -a %s: %q, %v; want %q", dir, got, err, want)
+		}
+	}
+	out, err := exec.Command("ls", "-a", m+"/.history/d/f").Output()
+	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); err != nil || len(lines) != 3 || lines[0] != "." || lines[1] != ".." || !strings.HasPrefix(lines[2], "0000@") {
+		t.Errorf("ls -a .history/d/f: %q, %v", out, err)
+	}
+	for _, dir := range []string{m + "/.snapshots/s/d", m + "/.history/d/f"} {
+		var a, b syscall.Stat_t
+		mustDo(t, syscall.Stat(dir, &a))
+		mustDo(t, syscall.Stat(dir+"/.", &b))
+		if a.Ino != b.Ino {
+			t.Errorf("%s/. is inode %d, the directory %d", dir, b.Ino, a.Ino)
+		}
+	}
+}
