@@ -109,7 +109,6 @@ func (d *rootDir) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
 	return d.fsys.errno("fsync", syscall.Fsync(d.fsys.dirFd))
 }
 
-// listDir is a directory handle over a fixed listing.
 // withDots returns ents after the "." and ".." entries of directory n (its
 // own and its parent's inode numbers; its own at the root): a listing the
 // mount makes itself lacks them (go-fuse adds none), where the live
@@ -123,6 +122,7 @@ func withDots(n *gofs.Inode, ents []fuse.DirEntry) []fuse.DirEntry {
 	return append([]fuse.DirEntry{{Name: ".", Mode: syscall.S_IFDIR, Ino: self}, {Name: "..", Mode: syscall.S_IFDIR, Ino: parent}}, ents...)
 }
 
+// listDir is a directory handle over a fixed listing.
 type listDir struct {
 	mu   sync.Mutex
 	ents []fuse.DirEntry

@@ -106,6 +106,19 @@ func TestSaveOverHardLinkElsewhereForksIt(t *testing.T) {
 					t.Errorf("cat %s: %q, %v; want %q", f.path, data, err, f.want)
 				}
 			}
+			// The fork is named by the path it left, doc; its removal
+			// from old/ names it by that path.
+			mustDo(t, os.Remove(l.mnt+"/old/doc"))
+			mustDo(t, l.rec.Sync(ctx))
+			var deleted []string
+			for _, d := range deletedPaths(t, c, "") {
+				if d.Path != ".doc.tmp" { // (a slow save's temp file keeps its own)
+					deleted = append(deleted, string(d.Path))
+				}
+			}
+			if len(deleted) != 1 || deleted[0] != "old/doc" {
+				t.Errorf("deleted files %q, want old/doc", deleted)
+			}
 			l.stop(t)
 			if r := verifyOffline(t, store); r.Live.Problems != 0 || r.Live.Pending != 0 {
 				t.Errorf("verify: %+v", r.Live)

@@ -213,10 +213,12 @@ func (h *historian) Restore(ctx context.Context, t Target, rev *uint32) (FileRev
 	}
 	if t.File != 0 && t.Path != "" && !found.Deleted {
 		// A path with --id is where a deleted file is made again; a
-		// live file is restored in place.
-		if to, err := cleanRel(t.Path); err != nil || to != lf.Rel {
+		// live file is restored in place, through any of its names.
+		named, err := openLiveFile(filepath.Join(h.dir, liveDir), t.Path)
+		if err != nil || named.ID != lf.ID || named.Ino != lf.Ino {
 			return FileRev{}, fmt.Errorf("restore %s: file %d lives at %s and is restored there (give that path, or none); deltafs cat --id %d --rev N > FILE copies a revision elsewhere", t.Path, t.File, lf.Rel, t.File)
 		}
+		lf = named
 	}
 	out := FileRev{FileInfo: found}
 	if rev == nil && !found.Deleted {

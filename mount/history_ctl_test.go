@@ -166,6 +166,7 @@ func TestRestoreByIDToAnotherPathRefused(t *testing.T) {
 	l.recorded(t, 2)
 	mustDo(t, os.WriteFile(l.mnt+"/a", []byte("A1\n"), 0o644))
 	l.recorded(t, 3)
+	mustDo(t, os.Link(l.mnt+"/a", l.mnt+"/a-link"))
 	c := connect(t, l.mnt, false)
 	lg, err := c.Log(ctx, Target{Path: "a"})
 	mustDo(t, err)
@@ -186,8 +187,10 @@ func TestRestoreByIDToAnotherPathRefused(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "copy.txt")); err == nil {
 			t.Error("copy.txt was made")
 		}
-		if _, err := c.Restore(ctx, Target{Path: "a", File: lg.File}, new(uint32)); err != nil {
-			t.Errorf("restore --id %d a: %v", lg.File, err)
+		for _, name := range []string{"a", "a-link"} { // a hard link of a names it too
+			if _, err := c.Restore(ctx, Target{Path: name, File: lg.File}, new(uint32)); err != nil {
+				t.Errorf("restore --id %d %s: %v", lg.File, name, err)
+			}
 		}
 	}
 	check(c, l.mnt)
@@ -234,6 +237,9 @@ func TestRestoreKeepsHoles(t *testing.T) {
 	_, err = c.Restore(ctx, Target{Path: "disk.img"}, new(uint32))
 	mustDo(t, err)
 	sparse(img, "mounted")
+	if _, data, err := c.Cat(ctx, Target{Path: "disk.img"}, RevSpec{}); err != nil || !bytes.Equal(data, want) {
+		t.Errorf("the restore's revision: %d bytes (equal %v), %v", len(data), bytes.Equal(data, want), err)
+	}
 	mustDo(t, os.Remove(img))
 	mustDo(t, l.rec.Sync(ctx))
 	_, err = c.Restore(ctx, Target{Path: "disk.img"}, new(uint32))

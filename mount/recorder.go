@@ -328,6 +328,9 @@ func (r *Recorder) Renamed(ev fs.Rename) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.moves.note(ev)
+	if ev.ReplacedElsewhere {
+		r.moves.add(ev.Replaced) // it forks, named by the path it left
+	}
 	if h := r.held[ev.ID]; h != nil && !ev.ID.IsZero() {
 		if !ev.Replaced.IsZero() {
 			r.releaseLocked(ev.Replaced) // the original's revision comes first
@@ -368,6 +371,7 @@ func (r *Recorder) Removed(ev fs.Remove) {
 		to := ""
 		if ev.Nlink > 0 { // it lives on under another name
 			to = elsewhere(ev.Path)
+			r.moves.add(ev.ID)
 		}
 		r.vac.left(ev.Path, ev.ID, ev.Uid, to, time.Now())
 	}

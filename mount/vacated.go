@@ -275,6 +275,20 @@ func (m *moves) note(ev fs.Rename) {
 	}
 }
 
+// add notes that file id left a path it may have had its last revision
+// recorded at while it lives on under another name (an unlink of one of
+// its links): its last unlink names its history by the path it left.
+func (m *moves) add(id fs.FileID) {
+	if len(m.ids) >= maxMoves {
+		m.dirs = true
+		return
+	}
+	if m.ids == nil {
+		m.ids = map[fs.FileID]struct{}{}
+	}
+	m.ids[id] = struct{}{}
+}
+
 // moved reports whether file id may have moved.
 func (m *moves) moved(id fs.FileID) bool {
 	_, ok := m.ids[id]

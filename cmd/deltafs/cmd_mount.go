@@ -137,30 +137,35 @@ func runMount(cmd *cobra.Command, cfg mount.Config) error {
 	return mount.Run(ctx, cfg)
 }
 
-// shutdownSignals returns a context that the first SIGINT, SIGTERM or
-// SIGHUP (the mount's terminal closed) cancels and a channel that the
-// second one closes: the shutdown then stops waiting for a busy mount to
-// be let go of.
+// shutdownSignals returns a context that the first SIGINT or SIGTERM
+// cancels and a channel that the second one closes: the shutdown then
+// stops waiting for a busy mount to be let go of. SIGHUP (the mount's
+// terminal closed) cancels the context too, unless the mount was started
+// with it ignored (nohup); a terminal's close may send it twice, so it
+// never gives up the wait.
 func shutdownSignals(parent context.Context) (ctx context.Context, giveUp <-chan struct{}, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	sigs, hup := make(chan os.Signal, 1), make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	if !signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(hup, syscall.SIGHUP)
+	}
 	second := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
-		for n := 0; n < 2; n++ {
+		for n := 0; n < 2; {
 			select {
 			case <-sigs:
+				n++
+			case <-hup:
 			case <-done:
 				return
 			}
-			if n == 0 {
-				cancel()
-			}
+			cancel()
 		}
 		close(second)
 	}()
-	return ctx, second, func() { signal.Stop(sigs); close(done); cancel() }
+	return ctx, second, func() { signal.Stop(sigs); signal.Stop(hup); close(done); cancel() }
 }
 
 // busyLine is the line the mount prints when its shutdown waits for a
@@ -275,6 +280,8 @@ func startCPUProfile(path string) (func(), error) {
 // none of the mount-specific ones.
 func mountErrorCode(err error) int {
 	switch {
+	case errors.Is(err, mount.ErrNoFUSE): // also when /dev/fuse is not the user's to open
+		return exitNoFUSE
 	case errors.Is(err, os.ErrPermission): // a mount point or store the user may not reach
 		return exitPermission
 	case errors.Is(err, mount.ErrMountPoint), errors.Is(err, mount.ErrOverlap):
@@ -283,8 +290,6 @@ func mountErrorCode(err error) int {
 		return exitStoreLocked
 	case errors.Is(err, objstore.ErrNotStore), errors.Is(err, objstore.ErrFormat), errors.Is(err, objstore.ErrNoIndex), errors.Is(err, mount.ErrNoStore), errors.Is(err, mount.ErrNoXattrs):
 		return exitNotStore
-	case errors.Is(err, mount.ErrNoFUSE):
-		return exitNoFUSE
 	case errors.Is(err, mount.ErrBusy):
 		return exitBusy
 	}

@@ -92,6 +92,47 @@ func TestSIGHUPUnmountsCleanly(t *testing.T) {
 	if r := runBinary(t, nil, "cat", "--store", store, "notes.txt"); r.code != 0 || r.stdout != "hello\n" {
 		t.Fatalf("cat after the hangup: %+v", r)
 	}
+
+	// A busy mount: the terminal's close may send SIGHUP twice, which
+	// must not give up the wait for the open file as a second Ctrl-C does.
+	p = startMount(t, store, mnt)
+	f, err := os.OpenFile(filepath.Join(mnt, "notes.txt"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSignal(t, p, syscall.SIGHUP)
+	waitStderr(t, p, "deltafs: mount: waiting up to 1m0s for 1 open file")
+	mustSignal(t, p, syscall.SIGHUP)
+	time.Sleep(200 * time.Millisecond)
+	if _, err := f.WriteString("again\n"); err != nil {
+		t.Fatalf("write after two hangups: %v", err)
+	}
+	f.Close()
+	if err := p.Cmd.Wait(); err != nil || strings.Contains(p.Stderr.String(), "stopped waiting") || testutil.Mounted(mnt) {
+		t.Fatalf("the busy mount after two hangups: %v; stderr %q", err, p.Stderr.String())
+	}
+	if r := runBinary(t, nil, "cat", "--store", store, "notes.txt"); r.code != 0 || r.stdout != "hello\nagain\n" {
+		t.Fatalf("cat after the busy hangups: %+v", r)
+	}
+
+	// Under nohup (SIGHUP ignored from the start) a hangup is ignored.
+	cmd := exec.Command("sh", "-c", `trap "" HUP; exec "$0" "$@"`, binary, "mount", store, mnt)
+	p = &mountProc{Proc: testutil.StartReady(t, cmd, 30*time.Second, syscall.SIGTERM, func(l string) bool {
+		return strings.HasPrefix(l, "deltafs: mounted ")
+	}), mnt: mnt}
+	mustSignal(t, p, syscall.SIGHUP)
+	time.Sleep(300 * time.Millisecond)
+	if !testutil.Mounted(mnt) || p.Cmd.ProcessState != nil {
+		t.Fatal("a mount started under nohup stopped at SIGHUP")
+	}
+	p.stop(t, syscall.SIGTERM)
+}
+
+func mustSignal(t *testing.T, p *mountProc, sig os.Signal) {
+	t.Helper()
+	if err := p.Cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestMountEndToEnd(t *testing.T) {
@@ -313,7 +354,9 @@ func TestMountExitCodes(t *testing.T) {
 		{wrap(objstore.ErrFormat), exitNotStore},
 		{wrap(fmt.Errorf("%w: the store s is on ramfs (setxattr: %v)", mount.ErrNoXattrs, os.ErrPermission)), exitNotStore},
 		{wrap(mount.ErrNoFUSE), exitNoFUSE},
+		{wrap(fmt.Errorf("%w: open /dev/fuse: %w", mount.ErrNoFUSE, os.ErrPermission)), exitNoFUSE},
 		{wrap(os.ErrPermission), exitPermission},
+		{wrap(fmt.Errorf("%w: lstat m: %w", mount.ErrMountPoint, os.ErrPermission)), exitPermission},
 		{wrap(errors.New("disk on fire")), exitFailure},
 	}
 	for _, tt := range tests {
