@@ -41,23 +41,35 @@ func TestIndexCorruptCLI(t *testing.T) {
 	for _, p := range append(tables, filepath.Join(store, "index", "MANIFEST")) {
 		targets[p] = flipOffsets(t, p)
 	}
-	// A log's header names its encryption key (bytes 0-7).
-	logs, _ := filepath.Glob(filepath.Join(store, "index", "*.vlog"))
-	for _, p := range logs {
-		targets[p] = []int64{0, 3, 7}
-	}
 	n, same := 0, 0
+	flip := func(p string, off int64) {
+		flipByte(t, p, off)
+		if !checkCorruptRun(t, filepath.Base(p), off, store, stats.stdout) {
+			same++
+		}
+		if _, err := os.Stat(p); err == nil { // (a command may have let an empty value log go)
+			flipByte(t, p, off)
+		}
+		n++
+	}
 	for p, offs := range targets {
 		for _, off := range offs {
-			flipByte(t, p, off)
-			if !checkCorruptRun(t, filepath.Base(p), off, store, stats.stdout) {
-				same++
-			}
-			flipByte(t, p, off)
-			n++
+			flip(p, off)
 		}
 	}
-	t.Logf("%d flips in %d files, %d of them decoding as the undamaged index", n, len(targets), same)
+	// A log's header names its encryption key (bytes 0-7). The value
+	// logs are looked for at each flip: a writable open of the index
+	// deletes an older log that holds nothing (badger's valueLog.open),
+	// so the store's first may be gone after the runs above (the test
+	// failed once in CI on a log listed before them).
+	for _, off := range []int64{0, 3, 7} {
+		logs, _ := filepath.Glob(filepath.Join(store, "index", "*.vlog"))
+		if len(logs) == 0 {
+			t.Fatal("no value log in the store's index")
+		}
+		flip(logs[0], off)
+	}
+	t.Logf("%d flips in %d files and the value log, %d of them decoding as the undamaged index", n, len(targets), same)
 	if same > n/50 {
 		t.Errorf("%d of %d flips went unseen", same, n)
 	}
