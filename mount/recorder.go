@@ -340,7 +340,7 @@ func (r *Recorder) Renamed(ev fs.Rename) {
 			// (a replaced file that lives on through another link forks
 			// at the rename's own event: storeSink.renamedOver; another
 			// owner's file does not take the replaced one's history)
-			h.continues, h.livesAt = ev.Replaced, "" // (forks at the rename's event)
+			h.continues, h.livesAt = ev.Replaced, ""
 		case ev.Replaced.IsZero() && !ev.Exchange && h.c.New && h.continues.IsZero():
 			h.continues, h.livesAt = r.succeed(ev.To, ev.ID, ev.Uid, time.Now())
 		}
