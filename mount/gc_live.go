@@ -49,6 +49,15 @@ func LiveFiles(dir string) (map[index.FileID]bool, error) {
 	if n > 0 {
 		return nil, unmappedError(dir, first, n)
 	}
+	cont, err := continuedFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	for id := range cont {
+		if f, ok := ids[id]; ok {
+			live[f] = true // the next mount's redo continues it
+		}
+	}
 	return live, nil
 }
 

@@ -36,6 +36,9 @@ func OpenOffline(dir string, readOnly bool, log *slog.Logger) (*Offline, error) 
 	o := &Offline{st: st}
 	live := filepath.Join(dir, liveDir)
 	if !readOnly {
+		if err := noSaveToRedo(dir); err != nil {
+			return nil, errors.Join(err, st.Close())
+		}
 		if err := os.Mkdir(live, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, errors.Join(fmt.Errorf("create %s: %w", live, err), st.Close())
 		}
@@ -63,4 +66,19 @@ func (o *Offline) Close() error {
 		errs = append(errs, o.sink.Close())
 	}
 	return errors.Join(append(errs, o.st.Close())...)
+}
+
+// noSaveToRedo fails if the pending journal of the store in dir names a
+// new file that continues another's history (a save killed before its
+// new file was recorded): recorded offline, it would start a history of
+// its own; the next mount's redo binds it.
+func noSaveToRedo(dir string) error {
+	cont, err := continuedFiles(dir)
+	if err != nil {
+		return err
+	}
+	for _, path := range cont {
+		return fmt.Errorf("%s: a mount was killed during a save of %s, whose new file continues a history: mount it once to finish the save, then run this again", dir, path)
+	}
+	return nil
 }

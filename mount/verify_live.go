@@ -158,17 +158,46 @@ func (c *liveCheck) pending(p string, ino uint64, id fs.FileID) bool {
 // journaledFiles reads the pending journal of the store in dir without
 // changing it: the files a mount left to redo.
 func journaledFiles(dir string) (map[fs.FileID]bool, error) {
+	j, err := readJournal(dir)
+	if err != nil {
+		return nil, err
+	}
+	set := map[fs.FileID]bool{}
+	for id := range j.pending {
+		set[id] = true
+	}
+	return set, nil
+}
+
+// readJournal replays the pending journal of the store in dir without
+// changing it.
+func readJournal(dir string) (*journal, error) {
 	b, err := os.ReadFile(filepath.Join(dir, journalFile))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	j := &journal{pending: map[fs.FileID]*pendingFile{}}
 	j.replay(b)
-	set := map[fs.FileID]bool{}
-	for id := range j.pending {
-		set[id] = true
+	return j, nil
+}
+
+// continuedFiles returns the files whose history a new file the pending
+// journal of the store in dir names continues (a save that left the
+// path, killed before the new file was recorded): the next mount's redo
+// binds each new file to that history, which must not be taken for a
+// deleted file's before. The value is the new file's path.
+func continuedFiles(dir string) (map[fs.FileID]string, error) {
+	j, err := readJournal(dir)
+	if err != nil {
+		return nil, err
 	}
-	return set, nil
+	cont := map[fs.FileID]string{}
+	for _, p := range j.pending {
+		if !p.continues.IsZero() {
+			cont[p.continues] = p.path
+		}
+	}
+	return cont, nil
 }
 
 // sameContent reports whether the file at p holds exactly want.
