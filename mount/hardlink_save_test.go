@@ -70,7 +70,7 @@ func saveOverHardLink(t *testing.T, slow bool) {
 // it as never recorded, and gc refused the store as damaged (a user
 // review). It forks at once, under the name it left.
 func TestSaveOverHardLinkElsewhereForksIt(t *testing.T) {
-	for _, how := range []string{"rename", "slow rename", "unlink"} {
+	for _, how := range []string{"rename", "slow rename", "unlink", "vim", "slow vim"} {
 		t.Run(how, func(t *testing.T) {
 			store := filepath.Join(t.TempDir(), "s.dfs")
 			ctx := context.Background()
@@ -80,10 +80,19 @@ func TestSaveOverHardLinkElsewhereForksIt(t *testing.T) {
 			l.recorded(t, 1)
 			mustDo(t, os.Mkdir(l.mnt+"/old", 0o755))
 			mustDo(t, os.Link(l.mnt+"/doc", l.mnt+"/old/doc"))
-			if how == "unlink" {
+			switch how {
+			case "unlink":
 				mustDo(t, os.Remove(l.mnt+"/doc"))
 				mustDo(t, os.WriteFile(l.mnt+"/doc", two, 0o644))
-			} else {
+			case "vim", "slow vim": // writebackup: doc moved to doc~, a new doc, doc~ removed
+				mustDo(t, os.Rename(l.mnt+"/doc", l.mnt+"/doc~"))
+				mustDo(t, os.WriteFile(l.mnt+"/doc", two, 0o644))
+				if how == "slow vim" {
+					l.recorded(t, 2)
+					mustDo(t, l.rec.Sync(ctx))
+				}
+				mustDo(t, os.Remove(l.mnt+"/doc~"))
+			default:
 				mustDo(t, os.WriteFile(l.mnt+"/.doc.tmp", two, 0o644))
 				if how == "slow rename" {
 					l.recorded(t, 2)

@@ -372,6 +372,11 @@ func (r *Recorder) Removed(ev fs.Remove) {
 		if ev.Nlink > 0 { // it lives on under another name
 			to = elsewhere(ev.Path)
 			r.moves.add(ev.ID)
+			for _, h := range r.held { // a save's original, held to fork where it went
+				if h.continues == ev.ID && h.livesAt == ev.Path {
+					h.livesAt = to
+				}
+			}
 		}
 		r.vac.left(ev.Path, ev.ID, ev.Uid, to, time.Now())
 	}
