@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"syscall"
 
 	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
@@ -33,9 +34,21 @@ func LiveFiles(dir string) (map[index.FileID]bool, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := idsKeptByCopy(dir, len(ids) > 0); err != nil {
+		return nil, err
+	}
 	live := map[index.FileID]bool{}
+	at := map[index.FileID]string{} // a path of each (hard links share one)
+	var twice error
 	first, n := "", 0
-	err = walkLiveFiles(dir, ids, func(f index.FileID, _ string) { live[f] = true }, func(id dfs.FileID, rel string, size int64) bool {
+	err = walkLiveFiles(dir, ids, func(f index.FileID, rel string) {
+		live[f] = true
+		if other, ok := at[f]; !ok {
+			at[f] = rel
+		} else if twice == nil && !sameInode(filepath.Join(dir, liveDir, other), filepath.Join(dir, liveDir, rel)) {
+			twice = fmt.Errorf("%s and %s are two files with one deltafs id (the xattr %s): was the store copied without its hard links? Copy a store with cp -a or rsync -aHX", other, rel, dfs.XattrID)
+		}
+	}, func(id dfs.FileID, rel string, size int64) bool {
 		if lostOne(pending, id, size) {
 			if n++; n == 1 {
 				first = rel
@@ -45,6 +58,9 @@ func LiveFiles(dir string) (map[index.FileID]bool, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if twice != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, liveDir), twice)
 	}
 	if n > 0 {
 		return nil, unmappedError(dir, first, n)
@@ -158,4 +174,60 @@ func walkLiveFiles(dir string, ids map[dfs.FileID]index.FileID, fn func(index.Fi
 		return fmt.Errorf("live files of %s: %w", dir, err)
 	}
 	return nil
+}
+
+// sameInode reports whether the files at a and b are one inode.
+func sameInode(a, b string) bool {
+	var sa, sb syscall.Stat_t
+	return syscall.Lstat(a, &sa) == nil && syscall.Lstat(b, &sb) == nil && sa.Ino == sb.Ino && sa.Dev == sb.Dev
+}
+
+// maxIDProbe is how many live files with content and no FileID
+// idsKeptByCopy looks at before it takes the store for a copy that
+// dropped them.
+const maxIDProbe = 1000
+
+// idsKeptByCopy fails if the live files of the store in dir seem to
+// have lost their FileIDs (user xattrs) while its live.ids maps
+// histories (maps): none of them carries one among the first maxIDProbe with
+// content. rsync -a, tar and cp -r copy a store so; a mount of the copy
+// recorded every file as a new one, and gc took every history for a
+// deleted file's and removed it (a user review). Files made behind a
+// mount's back carry none either, but a store a mount used has some
+// that do; the walk stops at the first.
+func idsKeptByCopy(dir string, maps bool) error {
+	if !maps {
+		return nil
+	}
+	root := filepath.Join(dir, liveDir)
+	first, n, found := "", 0, false
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if id, err := readFileID(path); err == nil && !id.IsZero() {
+			found = true
+			return filepath.SkipAll
+		}
+		if info, err := d.Info(); err != nil || info.Size() == 0 {
+			return nil
+		}
+		if n++; n == 1 {
+			first, _ = filepath.Rel(root, path)
+		}
+		if n >= maxIDProbe {
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if err != nil || found || n == 0 {
+		return err
+	}
+	return fmt.Errorf("%s: %w: it maps histories, but no live file carries a deltafs id (the xattr %s; %s first): was the store copied without its extended attributes? Copy a store with cp -a or rsync -aHX", filepath.Join(dir, idsFile), errIDs, dfs.XattrID, first)
 }

@@ -151,20 +151,20 @@ func readIDs(dir string) (map[fs.FileID]index.FileID, error) {
 
 // checkIDsKept fails if the store in dir lost its live.ids: the file
 // maps no live file (missing, or emptied) while a live file a mount
-// recorded is there (lostMapping). The mount would otherwise record
-// every live file as a new one, and gc take their histories for
-// deleted files'.
+// recorded is there (lostMapping); or if its live files lost their
+// FileIDs (idsKeptByCopy). The mount would otherwise record every live
+// file as a new one, and gc take their histories for deleted files'.
 //
 // A live.ids holding a record's bytes past its header is left to the
 // parse that opens it (openIDs): read here too, a big map was read twice
 // at every mount.
 func checkIDsKept(dir string) error {
 	if st, err := os.Stat(filepath.Join(dir, idsFile)); err == nil && st.Size() >= int64(len(idsHeader)+idRecordLen) {
-		return nil
+		return idsKeptByCopy(dir, true)
 	}
 	ids, err := readIDs(dir)
 	if err != nil || len(ids) > 0 {
-		return err
+		return errors.Join(err, idsKeptByCopy(dir, len(ids) > 0))
 	}
 	lost, err := lostMapping(dir, ids)
 	if err != nil || lost == "" {

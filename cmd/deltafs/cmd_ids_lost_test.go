@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -80,6 +81,69 @@ func TestLostIDsFileRefused(t *testing.T) {
 				if r.code != exitOK || strings.Count(r.stdout, "\n") != 3 {
 					t.Fatalf("log of %s after gc: %+v", name, r)
 				}
+			}
+		})
+	}
+}
+
+// TestCopiedStoreRefused: a store copied without its live files' user
+// xattrs (cp -r, tar, rsync -a) lost every file's deltafs id, and one
+// copied with them but without its hard links (rsync -aX) has two files
+// with one id: gc of the first took every history for a deleted file's
+// and removed it (exit 0), a mount recorded every file as a new one,
+// and the second's next change of one name showed as the other's (a
+// user review). gc (and a mount, for the first) refuse on one line; a
+// copy by cp -a works.
+func TestCopiedStoreRefused(t *testing.T) {
+	store, mnt := newMountDirs(t)
+	p := startMount(t, store, mnt)
+	for _, name := range []string{"a.txt", "sub/b.txt"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(mnt, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			if err := os.WriteFile(filepath.Join(mnt, name), []byte(name+" version "+string(rune('0'+i))+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if r := runBinary(t, nil, "log", filepath.Join(mnt, name)); r.code != exitOK { // waits for the revision
+				t.Fatalf("log: %+v", r)
+			}
+		}
+	}
+	if err := os.Link(filepath.Join(mnt, "a.txt"), filepath.Join(mnt, "sub", "a-link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	p.stop(t, syscall.SIGTERM)
+	for _, c := range []struct {
+		name string
+		cp   []string
+		want string // in the refusal; "" for a copy that works
+	}{
+		{"no xattrs", []string{"-r"}, "copied without its extended attributes"},
+		{"no hard links", []string{"-r", "--preserve=xattr"}, "copied without its hard links"},
+		{"cp -a", []string{"-a"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			copied := filepath.Join(t.TempDir(), "copy.dfs")
+			if out, err := exec.Command("cp", append(c.cp, store, copied)...).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v: %s", err, out)
+			}
+			r := runBinary(t, nil, "gc", copied)
+			if c.want == "" {
+				if r.code != exitOK {
+					t.Fatalf("gc of the copy: %+v", r)
+				}
+				if l := runBinary(t, nil, "log", "--store", copied, "a.txt"); l.code != exitOK || strings.Count(l.stdout, "\n") != 2 {
+					t.Fatalf("log of the copy: %+v", l)
+				}
+				return
+			}
+			requireOneErrorLine(t, r, exitFailure, c.want)
+			if c.name == "no xattrs" {
+				requireOneErrorLine(t, refusedMount(t, copied, t.TempDir()), exitFailure, c.want)
+			}
+			if l := runBinary(t, nil, "log", "--store", store, "a.txt"); l.code != exitOK || strings.Count(l.stdout, "\n") != 2 {
+				t.Fatalf("log of the original: %+v", l)
 			}
 		})
 	}
