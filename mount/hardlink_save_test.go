@@ -37,20 +37,7 @@ func saveOverHardLink(t *testing.T, slow bool) {
 	}
 	mustDo(t, os.Rename(l.mnt+"/.y.tmp", l.mnt+"/y"))
 	mustDo(t, l.rec.Sync(ctx))
-	c := connect(t, l.mnt, false)
-	for _, f := range []struct {
-		path string
-		revs int
-		want []byte
-	}{{"x", 1, one}, {"y", 2, two}} {
-		lg, err := c.Log(ctx, Target{Path: f.path})
-		if err != nil || len(lg.Revisions) != f.revs {
-			t.Fatalf("log %s: %q, %v; want %d revisions", f.path, revNums(lg), err, f.revs)
-		}
-		if _, data, err := c.Cat(ctx, Target{Path: f.path}, RevSpec{}); err != nil || !bytes.Equal(data, f.want) {
-			t.Fatalf("cat %s: %q, %v; want %q", f.path, data, err, f.want)
-		}
-	}
+	checkHistories(t, connect(t, l.mnt, false), histWant{"x", 1, one}, histWant{"y", 2, two})
 	l.stop(t)
 	if r := verifyOffline(t, store); r.Live.Problems != 0 || r.Live.Pending != 0 {
 		t.Fatalf("verify: %+v", r.Live)
@@ -101,20 +88,7 @@ func TestSaveOverHardLinkElsewhereForksIt(t *testing.T) {
 			}
 			mustDo(t, l.rec.Sync(ctx))
 			c := connect(t, l.mnt, false)
-			for _, f := range []struct {
-				path string
-				revs int
-				want []byte
-			}{{"old/doc", 1, one}, {"doc", 2, two}} {
-				lg, err := c.Log(ctx, Target{Path: f.path})
-				if err != nil || len(lg.Revisions) != f.revs {
-					t.Errorf("log %s: %q, %v; want %d revisions", f.path, revNums(lg), err, f.revs)
-					continue
-				}
-				if _, data, err := c.Cat(ctx, Target{Path: f.path}, RevSpec{}); err != nil || !bytes.Equal(data, f.want) {
-					t.Errorf("cat %s: %q, %v; want %q", f.path, data, err, f.want)
-				}
-			}
+			checkHistories(t, c, histWant{"old/doc", 1, one}, histWant{"doc", 2, two})
 			// The fork is named by the path it left, doc; its removal
 			// from old/ names it by that path.
 			mustDo(t, os.Remove(l.mnt+"/old/doc"))
@@ -134,5 +108,29 @@ func TestSaveOverHardLinkElsewhereForksIt(t *testing.T) {
 			}
 			gcStore(t, store)
 		})
+	}
+}
+
+// histWant is what log and cat of a path should give: how many
+// revisions, and the newest one's content.
+type histWant struct {
+	path string
+	revs int
+	want []byte
+}
+
+// checkHistories checks log and cat of each path through c.
+func checkHistories(t *testing.T, c Controller, ws ...histWant) {
+	t.Helper()
+	ctx := context.Background()
+	for _, f := range ws {
+		lg, err := c.Log(ctx, Target{Path: f.path})
+		if err != nil || len(lg.Revisions) != f.revs {
+			t.Errorf("log %s: %q, %v; want %d revisions", f.path, revNums(lg), err, f.revs)
+			continue
+		}
+		if _, data, err := c.Cat(ctx, Target{Path: f.path}, RevSpec{}); err != nil || !bytes.Equal(data, f.want) {
+			t.Errorf("cat %s: %q, %v; want %q", f.path, data, err, f.want)
+		}
 	}
 }
