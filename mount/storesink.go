@@ -118,11 +118,6 @@ func (s *storeSink) Record(ctx context.Context, ev Event) error {
 		return s.renamedOver(ctx, ev.Rename)
 	case ev.Remove != nil && namesDeleted(ev):
 		return s.removed(ev.Remove)
-	case ev.Remove != nil && ev.Remove.Nlink > 0 && s.ids[ev.Remove.ID] == 0:
-		// A save's original that was to fork where it went, removed
-		// from there before the fork while it lives on under another
-		// name (vim's writebackup of a file with a hard link elsewhere)
-		return s.forkMoved(ctx, ev.Remove.ID, elsewhere(ev.Remove.Path))
 	}
 	return nil
 }
@@ -163,7 +158,7 @@ func (s *storeSink) removed(r *fs.Remove) error {
 // asks about, is ignored: fs gathers nothing for removals but the
 // unlinks it reports anyway, fs.UnlinkListener.)
 func (s *storeSink) Ignores(ev Event) bool {
-	return ev.Change == nil && ev.redo == nil && (ev.Remove != nil && !namesDeleted(ev) && ev.Remove.Nlink == 0 || ev.Link != nil || ev.Rename != nil && !binds(ev.Rename))
+	return ev.Change == nil && ev.redo == nil && (ev.Remove != nil && !namesDeleted(ev) || ev.Link != nil || ev.Rename != nil && !binds(ev.Rename))
 }
 
 // binds reports whether a rename may give the renamed file the replaced
