@@ -21,7 +21,7 @@ func mountIntro(env *Env) []string {
 			"fresh ext4 file system of its own (an 8 GiB image made by mkfs.ext4 with its defaults, " +
 			"mounted by loop on the same disk), so that no target inherits the inodes another freed.",
 		fmt.Sprintf("Workloads are driven by the bench binary in a child process (or by the real tar, find, du, "+
-			"git, rm), timed from the first open to the last close or fsync. Medians of %d runs; the three take turns within each round. "+
+			"git, rm), timed from the first open to the last close or fsync. Medians of %d runs; the three take turns within each round, each round starting one kind later. "+
 			"\"vs loopback\" is loopback time / deltafs time: above 1 deltafs is faster. server CPU is the "+
 			"user+system time the FUSE server process used during the step (/proc/PID/stat); deltafs keeps "+
 			"recording after a step returns unless the step ends with fsync.", env.Opts.Runs),

@@ -89,18 +89,22 @@ func runMountSuite(env *Env) (Report, error) {
 }
 
 // measureWorkload runs w -n times on each kind, each from a fresh
-// target. The kinds take turns within each round (native, loopback,
-// deltafs, then again), so that a machine that slows down or speeds up
-// during the run (these shared machines do, by tens of percent within
-// minutes) moves every kind's figures alike instead of the ratios: run
-// kind by kind, the loopback's three M3 runs and deltafs's three came
-// minutes apart.
+// target. The kinds take turns within each round, so that a machine that
+// slows down or speeds up during the run (these shared machines do, by
+// tens of percent within minutes) moves every kind's figures alike
+// instead of the ratios: run kind by kind, the loopback's three M3 runs
+// and deltafs's three came minutes apart. Each round starts one kind
+// later (native, loopback, deltafs; then loopback, deltafs, native; ...):
+// where a kind runs in the round moved its M3 git step by a third here
+// (BENCHMARKS "M3 step by step ... in both orders"), and in a fixed
+// order deltafs always ran last.
 func (e *Env) measureWorkload(w mWorkload, bin string) (mResult, error) {
 	r := mResult{w: w, by: map[fsKind]map[string]phase{}, facts: map[fsKind]map[string]int64{}}
 	runs := map[fsKind][]map[string]phase{}
 	facts := map[fsKind][]map[string]int64{}
 	for i := range e.Opts.Runs {
-		for _, kind := range fsKinds {
+		for j := range fsKinds {
+			kind := fsKinds[(i+j)%len(fsKinds)]
 			e.Logf("%s on %s, run %d/%d", w.id, kind, i+1, e.Opts.Runs)
 			ph, f, err := e.oneRun(w, kind, bin)
 			if err != nil {
