@@ -74,8 +74,12 @@ func TestSaveOverHardLinkElsewhereForksIt(t *testing.T) {
 			case "vim", "slow vim": // writebackup: doc moved to doc~, a new doc, doc~ removed
 				mustDo(t, os.Rename(l.mnt+"/doc", l.mnt+"/doc~"))
 				mustDo(t, os.WriteFile(l.mnt+"/doc", two, 0o644))
+				// The new doc's report, held for its grace (the kernel's
+				// RELEASE may come after the next syscall: a removal of
+				// doc~ before the report made the memory of vacated paths
+				// forget doc, and the new doc started a history of its own)
+				l.recorded(t, 2)
 				if how == "slow vim" {
-					l.recorded(t, 2)
 					mustDo(t, l.rec.Sync(ctx))
 				}
 				mustDo(t, os.Remove(l.mnt+"/doc~"))
