@@ -355,6 +355,7 @@ func (r *Recorder) Renamed(ev fs.Rename) {
 		// where it went, forking.
 		if v, ok := r.vac.take(ev.To, ev.ID, ev.Uid, time.Now()); ok {
 			r.releaseLocked(v.id) // the original's revision comes first
+			r.forksElsewhere(v)
 			ev.Replaced, ev.ReplacedUid, ev.ReplacedLivesAt = v.id, v.uid, v.to
 		}
 	}
@@ -371,10 +372,10 @@ func (r *Recorder) Removed(ev fs.Remove) {
 		to := ""
 		if ev.Nlink > 0 { // it lives on under another name
 			to = elsewhere(ev.Path)
-			r.moves.add(ev.ID)
 			for _, h := range r.held { // a save's original, held to fork where it went
 				if h.continues == ev.ID && h.livesAt == ev.Path {
 					h.livesAt = to
+					r.moves.add(ev.ID) // it forks, named by the path it left
 				}
 			}
 		}

@@ -152,8 +152,22 @@ func (r *Recorder) succeed(path string, id fs.FileID, uid uint32, now time.Time)
 	if !ok {
 		return fs.FileID{}, ""
 	}
+	r.forksElsewhere(v)
 	r.releaseLocked(v.id)
 	return v.id, v.to
+}
+
+// forksElsewhere notes, for a file that left its path by an unlink while
+// it lives on under another name (elsewhere) and whose history a new
+// file takes, that it may have moved: it forks, named by the path it
+// left, and its last removal names it by its own path (moves). Noted
+// at its unlink, every object git add links and unlinks was, and their
+// later removals named each a deleted file's history, an index write
+// apiece.
+func (r *Recorder) forksElsewhere(v vacate) {
+	if strings.HasPrefix(v.to, elsewhere("")) {
+		r.moves.add(v.id)
+	}
 }
 
 // Successor is succeed for a snapshot that records new file id, at
