@@ -52,19 +52,14 @@ func (t *sharedText) spill(ctx context.Context, dir string, size uint64, read fu
 	if t.data == nil && write != nil {
 		// Written straight to the file, a few MiB at a time, where the
 		// store can (a fulltext): never whole in memory.
-		if f, err := openUnlinked(dir, size); err == nil {
-			w := &spillWriter{f: f}
-			ok, err := write(ctx, w)
-			switch {
-			case ok && err == nil:
-				t.file = f
-				freeSoon() // the copy's buffers, a few MiB to tens
-				return f, nil, nil
-			case ok && w.err == nil:
-				f.Close()
-				return nil, nil, err // the store's error
-			}
-			f.Close() // not such a revision, or the file failed: as below
+		f, err := SpillText(ctx, dir, size, write)
+		if err != nil {
+			return nil, nil, err // the store's error
+		}
+		if f != nil {
+			t.file = f
+			freeSoon() // the copy's buffers, a few MiB to tens
+			return f, nil, nil
 		}
 	}
 	b := t.data
@@ -85,6 +80,32 @@ func (t *sharedText) spill(ctx context.Context, dir string, size uint64, read fu
 // writeText writes a revision's text to w, if the store can without
 // holding it whole (ok), else writes nothing and reports !ok.
 type writeText func(ctx context.Context, w io.WriterAt) (ok bool, err error)
+
+// SpillText has write (objstore.Store.WriteText of a revision) write a
+// text of size bytes into a new unlinked file of dir, and returns that
+// file. It returns a nil file and no error where that cannot be done:
+// dir's file system has no room for the text and spillSlack more, or no
+// O_TMPFILE, or fails a write (a full disk), or the store cannot write
+// that revision without holding it whole; the caller then reads the
+// text into memory (objstore.Store.Get). err is the store's error (a
+// corrupt record, a wrong hash, ctx's end).
+func SpillText(ctx context.Context, dir string, size uint64, write func(context.Context, io.WriterAt) (bool, error)) (*os.File, error) {
+	f, err := openUnlinked(dir, size)
+	if err != nil {
+		return nil, nil
+	}
+	w := &spillWriter{f: f}
+	ok, err := write(ctx, w)
+	switch {
+	case ok && err == nil:
+		return f, nil
+	case ok && w.err == nil:
+		f.Close()
+		return nil, err
+	}
+	f.Close() // not such a revision, or the file failed
+	return nil, nil
+}
 
 // spillWriter is the spilled file for a writeText, noting the file's own
 // failure (a full disk) apart from the store's. It reads back and cuts

@@ -2,6 +2,7 @@ package mount
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -125,8 +126,9 @@ type Controller interface {
 	SnapshotUsages(ctx context.Context) ([]objstore.SnapshotUsage, error)
 	// Log lists every revision of a file, oldest first.
 	Log(ctx context.Context, t Target) (FileLog, error)
-	// Cat returns the revision spec picks and its content.
-	Cat(ctx context.Context, t Target, spec RevSpec) (FileRev, []byte, error)
+	// Cat returns the revision spec picks and its content, which the
+	// caller closes.
+	Cat(ctx context.Context, t Target, spec RevSpec) (FileRev, Text, error)
 	// Restore records revision rev's content (nil: the newest, for a
 	// deleted file only) as the file's next revision, with rev as its
 	// second parent, and returns it; a deleted file is made again.
@@ -258,10 +260,16 @@ func (s *controlServer) handle(conn *net.UnixConn) {
 		if bp == nil {
 			bp = new([]byte)
 		}
-		resp, data := s.do(req, (*bp)[:0])
+		resp, data, text := s.do(req, (*bp)[:0])
 		err := enc.Encode(resp)
-		if err == nil {
+		switch {
+		case err == nil && text != nil:
+			_, err = text.WriteTo(conn)
+		case err == nil:
 			_, err = conn.Write(data)
+		}
+		if text != nil {
+			text.Close()
 		}
 		if req.Op == "log" && cap(data) <= maxPooledRows { // data is the pooled buffer, grown
 			*bp = data[:0]
@@ -276,9 +284,9 @@ func (s *controlServer) handle(conn *net.UnixConn) {
 // maxPooledRows bounds a buffer kept in rowBufs.
 const maxPooledRows = 4 << 20
 
-// do runs one request; data, if any, follows the response. A log's rows
-// are appended to buf.
-func (s *controlServer) do(req Request, buf []byte) (Response, []byte) {
+// do runs one request; data or text (a cat's), if any, follows the
+// response. A log's rows are appended to buf.
+func (s *controlServer) do(req Request, buf []byte) (Response, []byte, Text) {
 	ctx := context.Background()
 	var resp Response
 	var err error
@@ -311,20 +319,21 @@ func (s *controlServer) do(req Request, buf []byte) (Response, []byte) {
 		resp.Deleted, err = s.c.Deleted(ctx, string(req.Path))
 	case "log", "cat", "restore":
 		var data []byte
-		if resp, data, err = s.history(ctx, req, buf); err == nil {
-			return resp, data
+		var text Text
+		if resp, data, text, err = s.history(ctx, req, buf); err == nil {
+			return resp, data, text
 		}
 	default:
 		err = fmt.Errorf("unknown operation %q", req.Op)
 	}
 	if err != nil {
-		return Response{Error: ByteString(err.Error()), Code: codeOf(err)}, nil
+		return Response{Error: ByteString(err.Error()), Code: codeOf(err)}, nil, nil
 	}
-	return resp, nil
+	return resp, nil, nil
 }
 
 // history runs log, cat and restore.
-func (s *controlServer) history(ctx context.Context, req Request, buf []byte) (Response, []byte, error) {
+func (s *controlServer) history(ctx context.Context, req Request, buf []byte) (Response, []byte, Text, error) {
 	var resp Response
 	t := Target{Path: string(req.Path), File: req.File}
 	switch req.Op {
@@ -332,19 +341,22 @@ func (s *controlServer) history(ctx context.Context, req Request, buf []byte) (R
 		if lr, ok := s.c.(rowLogger); ok && req.Rows {
 			l, data, err := lr.logRows(ctx, t, buf)
 			resp.Log, resp.DataBytes = &l, int64(len(data))
-			return resp, data, err
+			return resp, data, nil, err
 		}
 		l, err := s.c.Log(ctx, t)
 		resp.Log = &l
-		return resp, nil, err
+		return resp, nil, nil, err
 	case "cat":
-		r, data, err := s.c.Cat(ctx, t, req.Spec)
-		resp.File, resp.Revision, resp.DataBytes = &r.FileInfo, &r.Revision, int64(len(data))
-		return resp, data, err
+		r, text, err := s.c.Cat(ctx, t, req.Spec)
+		if err != nil {
+			return resp, nil, nil, err
+		}
+		resp.File, resp.Revision, resp.DataBytes = &r.FileInfo, &r.Revision, text.Size()
+		return resp, nil, text, nil
 	}
 	r, err := s.c.Restore(ctx, t, req.Spec.Rev)
 	resp.File, resp.Revision = &r.FileInfo, &r.Revision
-	return resp, nil, err
+	return resp, nil, nil, err
 }
 
 // Call sends req to the mount of the store in dir and returns its
@@ -359,11 +371,31 @@ func Call(ctx context.Context, dir string, req Request) (Response, error) {
 
 // callData is Call returning the raw bytes that follow the response.
 func callData(ctx context.Context, dir string, req Request) (Response, []byte, error) {
+	resp, text, err := callText(ctx, dir, req)
+	if err != nil || text == nil {
+		return resp, nil, err
+	}
+	defer text.Close()
+	data := bytes.NewBuffer(make([]byte, 0, text.size))
+	if _, err := text.WriteTo(data); err != nil {
+		return resp, nil, err
+	}
+	return resp, data.Bytes(), nil
+}
+
+// callText is Call returning, when the response says raw bytes follow
+// it, a Text that reads them from the connection, which it keeps open
+// until the Text is closed.
+func callText(ctx context.Context, dir string, req Request) (_ Response, _ *connText, err error) {
 	conn, err := dial(ctx, dir)
 	if err != nil {
 		return Response{}, nil, err
 	}
-	defer conn.Close()
+	defer func() {
+		if err != nil {
+			conn.Close()
+		}
+	}()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
@@ -382,6 +414,7 @@ func callData(ctx context.Context, dir string, req Request) (Response, []byte, e
 		return resp, nil, errors.New(string(resp.Error))
 	}
 	if resp.DataBytes <= 0 {
+		conn.Close()
 		return resp, nil, nil
 	}
 	if resp.DataBytes > maxData {
@@ -389,14 +422,7 @@ func callData(ctx context.Context, dir string, req Request) (Response, []byte, e
 	}
 	// The data follows the response line's newline, which the decoder
 	// leaves unread; it may have read into the data too.
-	data := make([]byte, resp.DataBytes+1)
-	if _, err := io.ReadFull(io.MultiReader(dec.Buffered(), conn), data); err != nil {
-		return resp, nil, fmt.Errorf("control socket of %s: %w", dir, err)
-	}
-	if data[0] != '\n' {
-		return resp, nil, fmt.Errorf("control socket of %s: no newline after the answer", dir)
-	}
-	return resp, data[1:], nil
+	return resp, &connText{conn: conn, r: io.MultiReader(dec.Buffered(), conn), size: resp.DataBytes, dir: dir}, nil
 }
 
 // dial connects to the control socket of the store in dir; no mount

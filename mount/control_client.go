@@ -167,13 +167,22 @@ func (r remote) Log(ctx context.Context, t Target) (FileLog, error) {
 	return *resp.Log, nil
 }
 
-func (r remote) Cat(ctx context.Context, t Target, spec RevSpec) (FileRev, []byte, error) {
-	resp, data, err := callData(ctx, r.dir, Request{Op: "cat", Path: ByteString(t.Path), File: t.File, Spec: spec})
+func (r remote) Cat(ctx context.Context, t Target, spec RevSpec) (FileRev, Text, error) {
+	resp, text, err := callText(ctx, r.dir, Request{Op: "cat", Path: ByteString(t.Path), File: t.File, Spec: spec})
 	if err != nil {
 		return FileRev{}, nil, err
 	}
 	out, err := fileRevOf(resp)
-	return out, data, err
+	if err != nil {
+		if text != nil {
+			text.Close()
+		}
+		return out, nil, err
+	}
+	if text == nil { // an empty revision
+		return out, &revText{}, nil
+	}
+	return out, text, nil
 }
 
 func (r remote) Restore(ctx context.Context, t Target, rev *uint32) (FileRev, error) {

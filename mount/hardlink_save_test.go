@@ -133,7 +133,7 @@ func checkHistories(t *testing.T, c Controller, ws ...histWant) {
 			t.Errorf("log %s: %q, %v; want %d revisions", f.path, revNums(lg), err, f.revs)
 			continue
 		}
-		if _, data, err := c.Cat(ctx, Target{Path: f.path}, RevSpec{}); err != nil || !bytes.Equal(data, f.want) {
+		if _, data, err := CatBytes(ctx, c, Target{Path: f.path}, RevSpec{}); err != nil || !bytes.Equal(data, f.want) {
 			t.Errorf("cat %s: %q, %v; want %q", f.path, data, err, f.want)
 		}
 	}

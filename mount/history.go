@@ -2,6 +2,7 @@ package mount
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -145,8 +146,8 @@ func (h *historian) snapshots(ctx context.Context) ([]index.Snapshot, error) {
 }
 
 // Cat returns the revision of the file t names that spec picks, and its
-// content.
-func (h *historian) Cat(ctx context.Context, t Target, spec RevSpec) (FileRev, []byte, error) {
+// content (a big one in a file: revtext.go).
+func (h *historian) Cat(ctx context.Context, t Target, spec RevSpec) (FileRev, Text, error) {
 	found, _, fid, err := h.target(ctx, t)
 	if err != nil {
 		return FileRev{}, nil, err
@@ -160,12 +161,12 @@ func (h *historian) Cat(ctx context.Context, t Target, spec RevSpec) (FileRev, [
 	if err != nil {
 		return out, nil, wrapCorrupt(err)
 	}
-	data, err := h.st.Get(ctx, id)
+	text, err := h.text(ctx, id, r.Size)
 	if err != nil {
-		return out, nil, wrapCorrupt(err)
+		return out, nil, err
 	}
 	out.Revision = infoOfRev(r)
-	return out, data, nil
+	return out, text, nil
 }
 
 // pick returns the revision spec names.
@@ -228,18 +229,23 @@ func (h *historian) Restore(ctx context.Context, t Target, rev *uint32) (FileRev
 	if err != nil {
 		return out, err
 	}
-	data, err := h.st.Get(ctx, old)
+	oldRev, err := h.st.Revision(old)
 	if err != nil {
 		return out, wrapCorrupt(err)
 	}
+	text, err := h.text(ctx, old, oldRev.Size)
+	if err != nil {
+		return out, err
+	}
+	defer text.Close()
 	var id index.RevID
 	switch {
 	case found.Deleted:
-		id, err = h.restoreDeleted(ctx, lf, fid, old, data)
+		id, err = h.restoreDeleted(ctx, lf, fid, old, text)
 	case h.mnt != "":
-		id, err = h.restoreMounted(ctx, lf, fid, old, data)
+		id, err = h.restoreMounted(ctx, lf, fid, old, text)
 	default:
-		id, err = h.restoreOffline(ctx, lf, fid, old, data)
+		id, err = h.restoreOffline(ctx, lf, fid, old, text)
 	}
 	if err != nil {
 		return out, fmt.Errorf("restore %s to revision %d: %w", lf.Rel, old.Rev, err)
@@ -250,9 +256,9 @@ func (h *historian) Restore(ctx context.Context, t Target, rev *uint32) (FileRev
 	return out, wrapCorrupt(err)
 }
 
-// restoreMounted writes data through the mount point and waits for the
+// restoreMounted writes text through the mount point and waits for the
 // recorder, which records it with old as second parent.
-func (h *historian) restoreMounted(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, data []byte) (index.RevID, error) {
+func (h *historian) restoreMounted(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, text *revText) (index.RevID, error) {
 	if err := h.keepOpenWrites(ctx, lf); err != nil {
 		return index.NullRev, err
 	}
@@ -260,7 +266,7 @@ func (h *historian) restoreMounted(ctx context.Context, lf liveFile, fid index.F
 	before := h.ls.sink.prev(fid)
 	h.ls.sink.restoring[fid] = old
 	h.ls.mu.Unlock()
-	werr := rewrite(filepath.Join(h.mnt, filepath.FromSlash(lf.Rel)), data, true)
+	werr := rewrite(filepath.Join(h.mnt, filepath.FromSlash(lf.Rel)), text, text.Size(), true)
 	ferr := h.rec.Flush(ctx, lf.ID)
 	h.ls.mu.Lock()
 	delete(h.ls.sink.restoring, fid)
@@ -302,17 +308,17 @@ func (h *historian) keepOpenWrites(ctx context.Context, lf liveFile) error {
 // restoreOffline writes the live file and records the revision itself,
 // after recording what the live file holds if that is not its newest
 // revision (keepLiveChange).
-func (h *historian) restoreOffline(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, data []byte) (index.RevID, error) {
+func (h *historian) restoreOffline(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, text *revText) (index.RevID, error) {
 	h.ls.mu.Lock()
 	defer h.ls.mu.Unlock()
 	s := h.ls.sink
 	if err := h.keepLiveChange(ctx, lf, fid); err != nil {
 		return index.NullRev, fmt.Errorf("record the live file's unrecorded change first: %w", err)
 	}
-	if err := rewrite(lf.Path, data, false); err != nil {
+	if err := rewrite(lf.Path, text, text.Size(), false); err != nil {
 		return index.NullRev, err
 	}
-	e, err := h.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: s.prev(fid), P2: old, Hints: []index.RevID{old}, Name: lf.Rel})
+	e, err := h.putText(ctx, objstore.PutRequest{File: fid, P1: s.prev(fid), P2: old, Hints: []index.RevID{old}, Name: lf.Rel}, text)
 	if err != nil {
 		return index.NullRev, err
 	}
@@ -365,16 +371,18 @@ func (h *historian) keepLiveChange(ctx context.Context, lf liveFile, fid index.F
 	return nil
 }
 
-// rewrite replaces the content of the existing file p in place (same
-// inode, so its FileID and hard links stay). With fsync set it fsyncs
-// before closing: in a mount, fsync reports the change to the recorder
-// before it returns, where close(2) returns before the kernel's release.
-func rewrite(p string, data []byte, fsync bool) error {
+// rewrite replaces the content of the existing file p with the size
+// bytes of text, in place (same inode, so its FileID and hard links
+// stay), leaving holes for its blocks of zeros (writeSparse). With fsync
+// set it fsyncs before closing: in a mount, fsync reports the change to
+// the recorder before it returns, where close(2) returns before the
+// kernel's release.
+func rewrite(p string, text io.ReaderAt, size int64, fsync bool) error {
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		return err
 	}
-	werr := writeSparse(f, data)
+	werr := writeSparse(f, text, size)
 	if werr == nil && fsync {
 		werr = f.Sync()
 	}
@@ -382,31 +390,55 @@ func rewrite(p string, data []byte, fsync bool) error {
 }
 
 // sparseBlock is the unit writeSparse leaves a hole for: a file system
-// block.
-const sparseBlock = 4096
+// block; sparseBuf, a multiple of it, is what it reads at a time.
+const (
+	sparseBlock = 4096
+	sparseBuf   = 1 << 20
+)
 
-// writeSparse writes data into the empty file f, leaving a hole for
-// every block of zeros: a restored revision of a sparse file (a disk
-// image, a database) took its full size on disk.
-func writeSparse(f *os.File, data []byte) error {
+// writeSparse writes the size bytes of src into the empty file f,
+// sparseBuf at a time, leaving a hole for every block of zeros: a
+// restored revision of a sparse file (a disk image, a database) took
+// its full size on disk.
+func writeSparse(f *os.File, src io.ReaderAt, size int64) error {
 	var zero [sparseBlock]byte
-	start := -1 // the start of the run of blocks to write, if any
-	for off := 0; ; off += sparseBlock {
-		end := min(off+sparseBlock, len(data))
-		if off < len(data) && !bytes.Equal(data[off:end], zero[:end-off]) {
-			if start < 0 {
-				start = off
-			}
-			continue
+	buf := make([]byte, min(size, sparseBuf))
+	for base := int64(0); base < size; base += int64(len(buf)) {
+		b := buf[:min(int64(len(buf)), size-base)]
+		if n, err := src.ReadAt(b, base); n < len(b) {
+			return fmt.Errorf("read the revision at %d: %w", base+int64(n), cmp.Or(err, io.ErrUnexpectedEOF))
 		}
-		if start >= 0 {
-			if _, err := f.WriteAt(data[start:min(off, len(data))], int64(start)); err != nil {
-				return err
+		start := -1 // the start of the run of blocks to write, if any
+		for off := 0; ; off += sparseBlock {
+			end := min(off+sparseBlock, len(b))
+			if off < len(b) && !bytes.Equal(b[off:end], zero[:end-off]) {
+				if start < 0 {
+					start = off
+				}
+				continue
 			}
-			start = -1
-		}
-		if off >= len(data) {
-			return f.Truncate(int64(len(data)))
+			if start >= 0 {
+				if _, err := f.WriteAt(b[start:min(off, len(b))], base+int64(start)); err != nil {
+					return err
+				}
+				start = -1
+			}
+			if off >= len(b) {
+				break
+			}
 		}
 	}
+	return f.Truncate(size)
+}
+
+// putText records text as the revision req describes, reading it from
+// text (objstore.Store.PutFrom: the same text as a revision of the store
+// is compared with it block by block, not held whole), and waits for it
+// to be durable.
+func (h *historian) putText(ctx context.Context, req objstore.PutRequest, text *revText) (index.Entry, error) {
+	e, commit, err := h.st.PutFrom(ctx, req, text, text.Size(), nil)
+	if err != nil {
+		return e, err
+	}
+	return e, commit()
 }

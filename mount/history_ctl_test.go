@@ -70,7 +70,7 @@ func TestHistoryThroughTheMount(t *testing.T) {
 		case "snapshot":
 			s.Snapshot = "before"
 		}
-		fr, data, err := c.Cat(ctx, Target{Path: "bin"}, s)
+		fr, data, err := CatBytes(ctx, c, Target{Path: "bin"}, s)
 		if info := fr.Revision; err != nil || !bytes.Equal(data, want) || info.Size != uint64(len(want)) || string(fr.Path) != "bin" || fr.Deleted {
 			t.Errorf("cat %s: %d bytes (%+v), %v", spec, len(data), info, err)
 		}
@@ -99,7 +99,7 @@ func TestHistoryThroughTheMount(t *testing.T) {
 	if err != nil || int(info.Rev) != n+1 || int(info.P2.Rev) != n-1 {
 		t.Fatalf("offline restore: %+v, %v", info, err)
 	}
-	if _, data, err := off.Cat(ctx, Target{Path: "bin"}, RevSpec{}); err != nil || !bytes.Equal(data, v1) {
+	if _, data, err := CatBytes(ctx, off, Target{Path: "bin"}, RevSpec{}); err != nil || !bytes.Equal(data, v1) {
 		t.Fatalf("offline cat after restore: %d bytes, %v", len(data), err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(store, liveDir, "bin")); !bytes.Equal(b, v1) {
@@ -131,7 +131,7 @@ func checkHistoryErrors(t *testing.T, c Controller, root string) {
 		"in .snapshots":  {".snapshots/before/bin", RevSpec{}, ErrNoHistory},
 		"above the root": {"../bin", RevSpec{}, ErrNoHistory},
 	} {
-		if _, _, err := c.Cat(ctx, Target{Path: tc.path}, tc.spec); !errors.Is(err, tc.want) {
+		if _, _, err := CatBytes(ctx, c, Target{Path: tc.path}, tc.spec); !errors.Is(err, tc.want) {
 			t.Errorf("cat %s: %v, want %v", name, err, tc.want)
 		}
 	}
@@ -237,7 +237,7 @@ func TestRestoreKeepsHoles(t *testing.T) {
 	_, err = c.Restore(ctx, Target{Path: "disk.img"}, new(uint32))
 	mustDo(t, err)
 	sparse(img, "mounted")
-	if _, data, err := c.Cat(ctx, Target{Path: "disk.img"}, RevSpec{}); err != nil || !bytes.Equal(data, want) {
+	if _, data, err := CatBytes(ctx, c, Target{Path: "disk.img"}, RevSpec{}); err != nil || !bytes.Equal(data, want) {
 		t.Errorf("the restore's revision: %d bytes (equal %v), %v", len(data), bytes.Equal(data, want), err)
 	}
 	mustDo(t, os.Remove(img))
@@ -260,7 +260,7 @@ func TestRestoreKeepsHoles(t *testing.T) {
 
 // TestWriteSparse: writeSparse writes back exactly the bytes it is given,
 // whatever blocks of them are zeros, ending in a hole or in a partial
-// block.
+// block, within one read of its source or across several.
 func TestWriteSparse(t *testing.T) {
 	nonzero := func(n int) []byte { return bytes.Repeat([]byte{7}, n) }
 	zeros := func(n int) []byte { return make([]byte, n) }
@@ -269,11 +269,14 @@ func TestWriteSparse(t *testing.T) {
 		nil, nonzero(1), zeros(1), zeros(sparseBlock), nonzero(sparseBlock - 1),
 		cat(zeros(sparseBlock), nonzero(1)), cat(nonzero(sparseBlock+1), zeros(2*sparseBlock)),
 		cat(nonzero(10), zeros(3*sparseBlock), nonzero(sparseBlock+5), zeros(sparseBlock), nonzero(1)),
+		// across the reads of sparseBuf bytes
+		nonzero(sparseBuf + 10), cat(zeros(sparseBuf), nonzero(5)), cat(nonzero(sparseBuf-3), zeros(sparseBuf+3)),
+		cat(nonzero(3), zeros(sparseBuf-3+sparseBlock), nonzero(2*sparseBlock), zeros(sparseBuf)),
 	} {
 		p := filepath.Join(t.TempDir(), "f")
 		f, err := os.Create(p)
 		mustDo(t, err)
-		mustDo(t, writeSparse(f, data))
+		mustDo(t, writeSparse(f, bytes.NewReader(data), int64(len(data))))
 		mustDo(t, f.Close())
 		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, data) {
 			t.Errorf("case %d: %d bytes back for %d, %v", i, len(got), len(data), err)

@@ -169,22 +169,22 @@ func (h *historian) target(ctx context.Context, t Target) (FileInfo, liveFile, i
 }
 
 // restoreDeleted makes the deleted file fid again at lf with the content
-// data of its revision old, as the next revision of its history.
-func (h *historian) restoreDeleted(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, data []byte) (index.RevID, error) {
+// text of its revision old, as the next revision of its history.
+func (h *historian) restoreDeleted(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, text *revText) (index.RevID, error) {
 	if _, err := os.Lstat(lf.Path); err == nil {
 		return index.NullRev, &kindError{kind: index.ErrExists,
 			msg: fmt.Sprintf("%s exists: give another path to restore file %d to (--id %d)", lf.Rel, fid, fid)}
 	}
 	if h.mnt != "" {
-		return h.restoreDeletedMounted(ctx, lf, fid, old, data)
+		return h.restoreDeletedMounted(ctx, lf, fid, old, text)
 	}
-	return h.restoreDeletedOffline(ctx, lf, fid, old, data)
+	return h.restoreDeletedOffline(ctx, lf, fid, old, text)
 }
 
 // restoreDeletedMounted creates the file through the mount point, binds
 // its live identity to fid before its change is recorded, and writes
-// data as restoreMounted does.
-func (h *historian) restoreDeletedMounted(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, data []byte) (index.RevID, error) {
+// text as restoreMounted does.
+func (h *historian) restoreDeletedMounted(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, text *revText) (index.RevID, error) {
 	p := filepath.Join(h.mnt, filepath.FromSlash(lf.Rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return index.NullRev, err
@@ -205,7 +205,7 @@ func (h *historian) restoreDeletedMounted(ctx context.Context, lf liveFile, fid 
 	before := s.prev(fid)
 	s.adopting[id], s.restoring[fid] = fid, old
 	h.ls.mu.Unlock()
-	werr := writeSparse(f, data)
+	werr := writeSparse(f, text, text.Size())
 	if werr == nil {
 		werr = f.Sync()
 	}
@@ -227,7 +227,7 @@ func (h *historian) restoreDeletedMounted(ctx context.Context, lf liveFile, fid 
 
 // restoreDeletedOffline creates the live file with a new live identity,
 // binds it to fid and records the revision itself.
-func (h *historian) restoreDeletedOffline(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, data []byte) (index.RevID, error) {
+func (h *historian) restoreDeletedOffline(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, text *revText) (index.RevID, error) {
 	if err := os.MkdirAll(filepath.Dir(lf.Path), 0o755); err != nil {
 		return index.NullRev, err
 	}
@@ -238,7 +238,7 @@ func (h *historian) restoreDeletedOffline(ctx context.Context, lf liveFile, fid 
 	id := fs.NewFileID()
 	err = unix.Fsetxattr(int(f.Fd()), fs.XattrID, id[:], unix.XATTR_CREATE)
 	if err == nil {
-		err = writeSparse(f, data)
+		err = writeSparse(f, text, text.Size())
 	}
 	if err = errors.Join(err, f.Close()); err != nil {
 		return index.NullRev, errors.Join(err, os.Remove(lf.Path))
@@ -249,7 +249,7 @@ func (h *historian) restoreDeletedOffline(ctx context.Context, lf liveFile, fid 
 	if err := errors.Join(s.bind(id, fid), s.syncIDs()); err != nil { // the mapping before the revision
 		return index.NullRev, err
 	}
-	e, err := h.st.Put(ctx, objstore.PutRequest{File: fid, Data: data, P1: s.prev(fid), P2: old, Hints: []index.RevID{old}, Name: lf.Rel})
+	e, err := h.putText(ctx, objstore.PutRequest{File: fid, P1: s.prev(fid), P2: old, Hints: []index.RevID{old}, Name: lf.Rel}, text)
 	if err != nil {
 		return index.NullRev, err
 	}

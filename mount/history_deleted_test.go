@@ -76,7 +76,7 @@ func TestDeletedFileHistory(t *testing.T) {
 		t.Fatalf("log of the deleted path: %+v, %v", lg, err)
 	}
 	for rev, want := range map[uint32][]byte{0: v0, 1: v1} {
-		fr, data, err := c.Cat(ctx, Target{Path: "/docs/notes.txt"}, RevSpec{Rev: ptr(rev)})
+		fr, data, err := CatBytes(ctx, c, Target{Path: "/docs/notes.txt"}, RevSpec{Rev: ptr(rev)})
 		if err != nil || !bytes.Equal(data, want) || !fr.Deleted || fr.File != fid1 {
 			t.Errorf("cat rev %d of the deleted path: %d bytes, %+v, %v", rev, len(data), fr, err)
 		}
@@ -90,10 +90,10 @@ func TestDeletedFileHistory(t *testing.T) {
 		t.Fatalf("deleted, newest first: %+v", list)
 	}
 	fid2 := list[0].File
-	if fr, data, err := c.Cat(ctx, Target{Path: "docs/notes.txt"}, RevSpec{}); err != nil || !bytes.Equal(data, v2) || fr.File != fid2 {
+	if fr, data, err := CatBytes(ctx, c, Target{Path: "docs/notes.txt"}, RevSpec{}); err != nil || !bytes.Equal(data, v2) || fr.File != fid2 {
 		t.Errorf("cat of the path deleted twice: %q, %+v, %v", data, fr, err)
 	}
-	if fr, data, err := c.Cat(ctx, Target{File: fid1}, RevSpec{}); err != nil || !bytes.Equal(data, v1) || !fr.Deleted {
+	if fr, data, err := CatBytes(ctx, c, Target{File: fid1}, RevSpec{}); err != nil || !bytes.Equal(data, v1) || !fr.Deleted {
 		t.Errorf("cat --id %d: %d bytes, %+v, %v", fid1, len(data), fr, err)
 	}
 
@@ -176,7 +176,7 @@ func TestDeletedFileHistory(t *testing.T) {
 	if list := deletedPaths(t, o.Controller(), ""); len(list) != 0 {
 		t.Errorf("deleted after gc: %+v", list)
 	}
-	if _, _, err := o.Controller().Cat(ctx, Target{Path: "old/v2.txt"}, RevSpec{}); !errors.Is(err, index.ErrNotFound) {
+	if _, _, err := CatBytes(ctx, o.Controller(), Target{Path: "old/v2.txt"}, RevSpec{}); !errors.Is(err, index.ErrNotFound) {
 		t.Errorf("cat of a path whose deleted file gc removed: %v", err)
 	}
 	if lg, err := o.Controller().Log(ctx, Target{Path: "docs/notes.txt"}); err != nil || lg.File != fid1 || len(lg.Revisions) != 4 {
@@ -209,7 +209,7 @@ func TestDeletedFileNamedByItsLastPath(t *testing.T) {
 	if len(list) != 2 || list[0].Path != "stay.txt" && list[1].Path != "stay.txt" || list[0].Path != "e/a.txt" && list[1].Path != "e/a.txt" {
 		t.Fatalf("deleted: %+v", list)
 	}
-	if _, data, err := c.Cat(ctx, Target{Path: "e/a.txt"}, RevSpec{}); err != nil || string(data) != "moved, then removed\n" {
+	if _, data, err := CatBytes(ctx, c, Target{Path: "e/a.txt"}, RevSpec{}); err != nil || string(data) != "moved, then removed\n" {
 		t.Fatalf("cat of the path it was removed from: %q, %v", data, err)
 	}
 }

@@ -47,7 +47,7 @@ func TestRestoreKeepsOpenWriterContent(t *testing.T) {
 	var kept bool
 	for _, r := range lg.Revisions {
 		rev := r.Rev
-		_, data, err := c.Cat(ctx, Target{Path: "f"}, RevSpec{Rev: &rev})
+		_, data, err := CatBytes(ctx, c, Target{Path: "f"}, RevSpec{Rev: &rev})
 		mustDo(t, err)
 		if bytes.Equal(data, want) {
 			kept = true
@@ -59,7 +59,7 @@ func TestRestoreKeepsOpenWriterContent(t *testing.T) {
 	if !kept {
 		t.Fatalf("no revision holds the open writer's unsaved content: %s", revNums(lg))
 	}
-	if _, data, err := c.Cat(ctx, Target{Path: "f"}, RevSpec{}); err != nil || !bytes.Equal(data, v0) {
+	if _, data, err := CatBytes(ctx, c, Target{Path: "f"}, RevSpec{}); err != nil || !bytes.Equal(data, v0) {
 		t.Fatalf("newest revision after the restore: %d bytes, %v; log %s", len(data), err, revNums(lg))
 	}
 }
@@ -85,7 +85,7 @@ func TestOfflineRestoreKeepsUnrecordedChange(t *testing.T) {
 		t.Fatalf("offline restore: %+v, %v; want revision 2, second parent 0", fr.Revision, err)
 	}
 	for rev, want := range [][]byte{[]byte("one\n"), two, []byte("one\n")} {
-		if _, data, err := off.Cat(ctx, Target{Path: "f"}, RevSpec{Rev: ptr(uint32(rev))}); err != nil || !bytes.Equal(data, want) {
+		if _, data, err := CatBytes(ctx, off, Target{Path: "f"}, RevSpec{Rev: ptr(uint32(rev))}); err != nil || !bytes.Equal(data, want) {
 			t.Fatalf("revision %d: %q, %v; want %q", rev, data, err, want)
 		}
 	}

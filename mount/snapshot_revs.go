@@ -288,9 +288,28 @@ func storeHolds(ctx context.Context, st *objstore.Store, e index.Entry, src *io.
 // 1 GiB file).
 const freeBigText = 64 << 20
 
-// textHash returns the content hash of revision e of st, rebuilding its text;
-// ok is false if it cannot be read.
+// textHash returns the content hash of revision e of st, rebuilding its
+// text (a big one in an unlinked file of the store's directory where the
+// store can write it there: the revision of an in-place write, whose
+// hash the recorder defers, is a delta on a chunked fulltext); ok is
+// false if it cannot be read.
 func textHash(ctx context.Context, st *objstore.Store, e index.Entry) (h uint64, ok bool) {
+	if e.Size >= textSpillMin {
+		f, err := fs.SpillText(ctx, st.Dir(), e.Size, func(ctx context.Context, w io.WriterAt) (bool, error) {
+			return st.WriteText(ctx, e.ID(), w)
+		})
+		if err != nil {
+			return 0, false
+		}
+		if f != nil {
+			defer f.Close()
+			d := xxhash.New()
+			if _, err := io.Copy(d, io.NewSectionReader(f, 0, int64(e.Size))); err != nil {
+				return 0, false
+			}
+			return d.Sum64(), true
+		}
+	}
 	text, err := st.Get(ctx, e.ID())
 	if err != nil {
 		return 0, false

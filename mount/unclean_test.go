@@ -30,7 +30,7 @@ func TestUncleanMountChecksEveryFile(t *testing.T) {
 	mark, liveA := filepath.Join(store, mountedFile), filepath.Join(store, liveDir, "d", "a.txt")
 	newest := func(l *live) []byte {
 		t.Helper()
-		_, data, err := connect(t, l.mnt, false).Cat(ctx, Target{Path: "d/a.txt"}, RevSpec{})
+		_, data, err := CatBytes(ctx, connect(t, l.mnt, false), Target{Path: "d/a.txt"}, RevSpec{})
 		mustDo(t, err)
 		return data
 	}
@@ -201,7 +201,7 @@ func TestFirstWriterWaitsForRedo(t *testing.T) {
 		var texts []string
 		for _, r := range lg.Revisions {
 			rev := r.Rev
-			_, data, err := c.Cat(ctx, Target{Path: n}, RevSpec{Rev: &rev})
+			_, data, err := CatBytes(ctx, c, Target{Path: n}, RevSpec{Rev: &rev})
 			mustDo(t, err)
 			texts = append(texts, string(data))
 		}
@@ -323,7 +323,7 @@ func TestUncleanMountAfterRestartReadsEveryFile(t *testing.T) {
 		}
 		got := map[string]string{}
 		for _, n := range []string{"a", "b"} {
-			_, data, err := connect(t, l.mnt, false).Cat(ctx, Target{Path: n}, RevSpec{})
+			_, data, err := CatBytes(ctx, connect(t, l.mnt, false), Target{Path: n}, RevSpec{})
 			mustDo(t, err)
 			got[n] = string(data)
 		}
@@ -393,7 +393,7 @@ func TestUncleanMountGivesBackALostFileID(t *testing.T) {
 			t.Errorf("%s has %d revisions, want %d: %s", n, len(lg.Revisions), want, revNums(lg))
 		}
 	}
-	if _, data, err := c.Cat(ctx, Target{Path: "d/a.txt"}, RevSpec{}); err != nil || string(data) != "two: its xattr lost\n" {
+	if _, data, err := CatBytes(ctx, c, Target{Path: "d/a.txt"}, RevSpec{}); err != nil || string(data) != "two: its xattr lost\n" {
 		t.Errorf("d/a.txt's newest revision: %q, %v", data, err)
 	}
 }

@@ -80,11 +80,11 @@ func TestHistoryNonUTF8Names(t *testing.T) {
 		case "snapshot":
 			rs.Snapshot = ByteString(snap)
 		}
-		if _, data, err := c.Cat(ctx, Target{Path: name}, rs); err != nil || string(data) != want {
+		if _, data, err := CatBytes(ctx, c, Target{Path: name}, rs); err != nil || string(data) != want {
 			t.Errorf("cat %q %s: %q, %v", name, spec, data, err)
 		}
 	}
-	if _, data, err := c.Cat(ctx, Target{Path: other}, RevSpec{}); err != nil || string(data) != "other\n" {
+	if _, data, err := CatBytes(ctx, c, Target{Path: other}, RevSpec{}); err != nil || string(data) != "other\n" {
 		t.Errorf("cat %q: %q, %v", other, data, err)
 	}
 	fr, err := c.Restore(ctx, Target{Path: name}, new(uint32))

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"io"
+
 	"github.com/deltafs/deltafs/mount"
 	"github.com/spf13/cobra"
 )
@@ -32,15 +35,25 @@ names file N.`,
 				return err
 			}
 			return t.run(cmd, args, true, func(c mount.Controller, target mount.Target) error {
-				r, data, err := c.Cat(cmd.Context(), target, spec)
+				if t.asJSON {
+					r, data, err := mount.CatBytes(cmd.Context(), c, target, spec)
+					if err != nil {
+						return err
+					}
+					t.noteDeleted(cmd, r.FileInfo)
+					return printJSON(cmd.OutOrStdout(), catJSON{FileRev: r, Data: data})
+				}
+				r, text, err := c.Cat(cmd.Context(), target, spec)
 				if err != nil {
 					return err
 				}
+				defer text.Close()
 				t.noteDeleted(cmd, r.FileInfo)
-				if t.asJSON {
-					return printJSON(cmd.OutOrStdout(), catJSON{FileRev: r, Data: data})
-				}
-				return writeOutput(cmd.OutOrStdout(), "", data)
+				// A big revision is copied out as it is read (from the
+				// store's spill file or the control socket), never whole
+				// in memory.
+				_, err = text.WriteTo(stdoutWriter{cmd.OutOrStdout()})
+				return err
 			})
 		},
 	}
@@ -50,6 +63,18 @@ names file N.`,
 	cmd.Flags().Int64Var(&rev, "rev", 0, "revision `N` (see 'deltafs log'); default: the newest")
 	cmd.Flags().StringVar(&snap, "snapshot", "", "the revision the snapshot `NAME` holds")
 	return cmd
+}
+
+// stdoutWriter names stdout in its write errors, which a Text's WriteTo
+// returns beside those of its source.
+type stdoutWriter struct{ w io.Writer }
+
+func (s stdoutWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil {
+		err = fmt.Errorf("write stdout: %w", err)
+	}
+	return n, err
 }
 
 // revSpec turns --rev and --snapshot into a RevSpec; at most one is given.

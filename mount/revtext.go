@@ -1,0 +1,152 @@
+package mount
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/index"
+)
+
+// Text is the content of a revision as Cat returns it: Size bytes,
+// written out by WriteTo (once); Close releases it.
+type Text interface {
+	io.WriterTo
+	Size() int64
+	Close() error
+}
+
+// CatBytes is c.Cat with the text read into memory (cat --json, tests).
+func CatBytes(ctx context.Context, c Controller, t Target, spec RevSpec) (FileRev, []byte, error) {
+	r, text, err := c.Cat(ctx, t, spec)
+	if err != nil {
+		return r, nil, err
+	}
+	defer text.Close()
+	var b bytes.Buffer
+	b.Grow(int(min(text.Size(), maxData)))
+	if _, err := text.WriteTo(&b); err != nil {
+		return r, nil, err
+	}
+	return r, b.Bytes(), nil
+}
+
+// textSpillMin is the size from which cat and restore have the store
+// write a revision into an unlinked file of the store's directory
+// instead of reading it into memory (as the mount's views do theirs:
+// fs.SpillText). An offline restore of a 128 MiB revision peaked at
+// 584 MB of RSS with the text, its sparse write and the put's compare
+// each holding it; a cat through a mount held it in the mount and in
+// the command, and sent it through the control socket as one buffer.
+const textSpillMin = 32 << 20
+
+// revText is a revision's text: in an unlinked file (f) or in memory.
+// It is also the io.ReaderAt restore writes and records from.
+type revText struct {
+	f    *os.File
+	data []byte
+	size int64
+}
+
+// text returns the text of revision id, of size bytes (its entry's):
+// spilled to a file where the store can write it there a group of
+// chunks at a time (objstore.Store.WriteText: a chunked fulltext, a
+// delta on one) and it is textSpillMin bytes or more, else in memory.
+func (h *historian) text(ctx context.Context, id index.RevID, size uint64) (*revText, error) {
+	if size >= textSpillMin {
+		f, err := fs.SpillText(ctx, h.dir, size, func(ctx context.Context, w io.WriterAt) (bool, error) {
+			return h.st.WriteText(ctx, id, w)
+		})
+		if err != nil {
+			return nil, wrapCorrupt(err)
+		}
+		if f != nil {
+			return &revText{f: f, size: int64(size)}, nil
+		}
+	}
+	data, err := h.st.Get(ctx, id)
+	if err != nil {
+		return nil, wrapCorrupt(err)
+	}
+	return &revText{data: data, size: int64(len(data))}, nil
+}
+
+func (t *revText) Size() int64 { return t.size }
+
+func (t *revText) ReadAt(p []byte, off int64) (int, error) {
+	if t.f != nil {
+		return t.f.ReadAt(p, off)
+	}
+	if off >= int64(len(t.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, t.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (t *revText) WriteTo(w io.Writer) (int64, error) {
+	if t.f == nil {
+		n, err := w.Write(t.data)
+		return int64(n), err
+	}
+	return io.Copy(w, io.NewSectionReader(t.f, 0, t.size))
+}
+
+func (t *revText) Close() error {
+	t.data = nil
+	if t.f == nil {
+		return nil
+	}
+	return t.f.Close()
+}
+
+// connText is the text of a cat's answer on the control socket: size
+// bytes after the answer's newline, read from the connection as they
+// are written out (never whole in the command's memory).
+type connText struct {
+	conn io.Closer
+	r    io.Reader // the decoder's buffered bytes, then the connection
+	size int64
+	dir  string
+}
+
+func (t *connText) Size() int64 { return t.size }
+
+func (t *connText) WriteTo(w io.Writer) (int64, error) {
+	var nl [1]byte
+	if _, err := io.ReadFull(t.r, nl[:]); err != nil {
+		return 0, fmt.Errorf("control socket of %s: %w", t.dir, err)
+	}
+	if nl[0] != '\n' {
+		return 0, fmt.Errorf("control socket of %s: no newline after the answer", t.dir)
+	}
+	n, err := io.Copy(w, &socketReader{r: io.LimitReader(t.r, t.size), dir: t.dir})
+	if err == nil && n < t.size {
+		err = fmt.Errorf("control socket of %s: %w (%d of %d bytes)", t.dir, io.ErrUnexpectedEOF, n, t.size)
+	}
+	return n, err
+}
+
+func (t *connText) Close() error { return t.conn.Close() }
+
+// socketReader names the control socket in its read errors, which an
+// io.Copy returns beside the writer's.
+type socketReader struct {
+	r   io.Reader
+	dir string
+}
+
+func (s *socketReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = fmt.Errorf("control socket of %s: %w", s.dir, err)
+	}
+	return n, err
+}
