@@ -17,25 +17,46 @@ import (
 // empty log holds no writes and nothing points into it, so removing it
 // loses nothing; badger itself deletes header-only value logs on open.
 func removeEmptyLogs(dir string) error {
-	ents, err := os.ReadDir(dir)
+	names, err := emptyLogs(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("index: %w", err)
 	}
+	for _, name := range names {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("index: remove empty log: %w", err)
+		}
+	}
+	return nil
+}
+
+// HasEmptyLogs reports whether dir holds an empty badger log (see
+// removeEmptyLogs): a read-only Open fails on one ("while opening
+// memtable ... truncate"), which a read-write Open removes first.
+func HasEmptyLogs(dir string) bool {
+	names, err := emptyLogs(dir)
+	return err == nil && len(names) > 0
+}
+
+// emptyLogs lists the zero-length *.mem and *.vlog files of dir.
+func emptyLogs(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
 	for _, e := range ents {
 		ext := filepath.Ext(e.Name())
 		if ext != ".mem" && ext != ".vlog" || !e.Type().IsRegular() {
 			continue
 		}
 		if info, err := e.Info(); err == nil && info.Size() == 0 {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
-				return fmt.Errorf("index: remove empty log: %w", err)
-			}
+			names = append(names, e.Name())
 		}
 	}
-	return nil
+	return names, nil
 }
 
 // NeedsRecovery reports whether err, returned by a read-only Open, is

@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -139,5 +140,42 @@ func TestRequireFormatRaises(t *testing.T) {
 	}
 	if err := ro.RequireFormat(FormatMountIDs); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("read-only: %v, want ErrReadOnly", err)
+	}
+}
+
+// TestReadOnlyOpenAfterKillDuringLogCreate: an empty memtable or value
+// log, which a writer killed between creating and sizing it leaves, no
+// longer stops a read-only open (badger: "while opening memtable ...
+// truncate"; the read-only commands failed until a writable open ran):
+// the store is recovered first, as after a torn log, and reads back.
+func TestReadOnlyOpenAfterKillDuringLogCreate(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Config{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.NewFile("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Put(context.Background(), PutRequest{File: f, Data: []byte("kept\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"00009.mem", "000009.vlog"} {
+		if err := os.WriteFile(filepath.Join(dir, "index", name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ro, err := Open(dir, Config{ReadOnly: true})
+		if err != nil {
+			t.Fatalf("read-only open with an empty %s: %v", name, err)
+		}
+		got, err := ro.Get(context.Background(), e.ID())
+		if cerr := ro.Close(); err != nil || cerr != nil || string(got) != "kept\n" {
+			t.Fatalf("with an empty %s: %q, %v, close %v", name, got, err, cerr)
+		}
 	}
 }

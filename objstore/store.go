@@ -81,7 +81,7 @@ func Open(dir string, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s, err := openLocked(dir, cfg, lock, created)
-	if err != nil && cfg.ReadOnly && index.NeedsRecovery(err) {
+	if err != nil && cfg.ReadOnly && (index.NeedsRecovery(err) || index.HasEmptyLogs(filepath.Join(dir, "index"))) {
 		s, err = recoverThenOpen(dir, cfg, lock)
 	}
 	if err != nil {
@@ -93,7 +93,8 @@ func Open(dir string, cfg Config) (*Store, error) {
 
 // recoverThenOpen opens the store read-only after a writer was killed: a
 // read-only open cannot replay the index's half-written log (badger
-// refuses, "might result in data loss"), so the store is first opened
+// refuses, "might result in data loss") nor open the empty log a writer
+// killed while creating one leaves, so the store is first opened
 // read-write and closed, which runs the recovery a mount or verify runs
 // (the index replays its logs, the segments' torn tails are checked and
 // cut back to the committed tail). This is safe: lock is held, so no
