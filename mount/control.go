@@ -2,7 +2,6 @@ package mount
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,6 +159,10 @@ type controlServer struct {
 	c     Controller
 	log   *slog.Logger
 	wg    sync.WaitGroup
+	// mu guards conns, the connections being served, and closed.
+	mu     sync.Mutex
+	conns  map[*net.UnixConn]struct{}
+	closed bool
 	// bufs keeps the buffers log rows are encoded into between calls (a
 	// log of 10,000 revisions is about 300 KB): a call then leaves no
 	// buffer of that size for the garbage collector. Of *[]byte.
@@ -179,19 +182,34 @@ func serveControl(dir string, owner uint32, c Controller, log *slog.Logger) (*co
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	s := &controlServer{ln: ln, path: path, owner: owner, c: c, log: log}
+	s := &controlServer{ln: ln, path: path, owner: owner, c: c, log: log, conns: map[*net.UnixConn]struct{}{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
 }
 
 // Close stops listening, removes the socket and waits for calls in
-// flight.
+// flight: each connection takes no further request, and has
+// closeWriteGrace to take the rest of its answer. A cat streams its
+// revision as the caller reads it, and a caller that stopped reading (a
+// pipe into a pager left open, a stopped job) held the unmount until
+// its shutdown deadline; it now gets a short read ("unexpected EOF").
 func (s *controlServer) Close() error {
 	err := s.ln.Close()
+	s.mu.Lock()
+	s.closed = true
+	now := time.Now()
+	for conn := range s.conns {
+		_ = conn.SetReadDeadline(now)
+		_ = conn.SetWriteDeadline(now.Add(closeWriteGrace))
+	}
+	s.mu.Unlock()
 	s.wg.Wait()
 	return err
 }
+
+// closeWriteGrace is how long Close lets a connection take its answer.
+const closeWriteGrace = 5 * time.Second
 
 func (s *controlServer) accept() {
 	defer s.wg.Done()
@@ -200,10 +218,23 @@ func (s *controlServer) accept() {
 		if err != nil {
 			return
 		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			conn.Close()
+			return
+		}
+		s.conns[conn] = struct{}{}
 		s.wg.Add(1)
+		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
-			defer conn.Close()
+			defer func() {
+				s.mu.Lock()
+				delete(s.conns, conn)
+				s.mu.Unlock()
+				conn.Close()
+			}()
 			s.handle(conn)
 		}()
 	}
@@ -376,11 +407,11 @@ func callData(ctx context.Context, dir string, req Request) (Response, []byte, e
 		return resp, nil, err
 	}
 	defer text.Close()
-	data := bytes.NewBuffer(make([]byte, 0, text.size))
+	data := &appendWriter{b: make([]byte, 0, text.size)}
 	if _, err := text.WriteTo(data); err != nil {
 		return resp, nil, err
 	}
-	return resp, data.Bytes(), nil
+	return resp, data.b, nil
 }
 
 // callText is Call returning, when the response says raw bytes follow

@@ -1,7 +1,6 @@
 package mount
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,12 +26,25 @@ func CatBytes(ctx context.Context, c Controller, t Target, spec RevSpec) (FileRe
 		return r, nil, err
 	}
 	defer text.Close()
-	var b bytes.Buffer
-	b.Grow(int(min(text.Size(), maxData)))
-	if _, err := text.WriteTo(&b); err != nil {
+	if rt, ok := text.(*revText); ok && rt.f == nil {
+		return r, rt.data, nil
+	}
+	w := &appendWriter{b: make([]byte, 0, min(text.Size(), maxData))}
+	if _, err := text.WriteTo(w); err != nil {
 		return r, nil, err
 	}
-	return r, b.Bytes(), nil
+	return r, w.b, nil
+}
+
+// appendWriter appends what it is given to b. Made with b's capacity the
+// text's size, it never grows it: a bytes.Buffer, which io.Copy reads
+// into through ReadFrom, asks for room past its end before each read,
+// and doubled the buffer of a text that filled it exactly.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
 }
 
 // textSpillMin is the size from which cat and restore have the store

@@ -1,0 +1,73 @@
+package mount
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"testing"
+	"time"
+)
+
+// catOnly is a Controller whose Cat answers with text; nothing else is
+// called.
+type catOnly struct {
+	Controller
+	text Text
+}
+
+func (c catOnly) Cat(context.Context, Target, RevSpec) (FileRev, Text, error) {
+	return FileRev{}, c.text, nil
+}
+
+// brokenText writes n bytes of its 10 MiB, then fails (a spill file's
+// read error after the answer's header went out).
+type brokenText struct{ n int }
+
+func (b brokenText) Size() int64  { return 10 << 20 }
+func (b brokenText) Close() error { return nil }
+func (b brokenText) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(bytes.Repeat([]byte{'x'}, b.n))
+	return int64(n), errors.Join(err, errors.New("read error"))
+}
+
+// TestCatTextCutShortIsAnError: a text the mount fails to send whole
+// gives the caller an error, not a short output.
+func TestCatTextCutShortIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := serveControl(dir, uint32(os.Getuid()), catOnly{text: brokenText{n: 4096}}, quiet())
+	mustDo(t, err)
+	defer srv.Close()
+	_, text, err := remote{dir: dir}.Cat(context.Background(), Target{Path: "x"}, RevSpec{})
+	mustDo(t, err)
+	defer text.Close()
+	if n, err := text.WriteTo(io.Discard); !errors.Is(err, io.ErrUnexpectedEOF) || n != 4096 {
+		t.Fatalf("%d bytes, %v; want 4096 and an unexpected EOF", n, err)
+	}
+}
+
+// TestControlCloseCutsAStalledCat: a cat whose caller stopped reading (a
+// pipe into a pager left open) no longer holds the mount's shutdown
+// (controlServer.Close) until its deadline: it is cut after
+// closeWriteGrace, and the caller reads a short text, an error.
+func TestControlCloseCutsAStalledCat(t *testing.T) {
+	dir := t.TempDir()
+	const size = 40 << 20 // far more than the socket buffers
+	srv, err := serveControl(dir, uint32(os.Getuid()), catOnly{text: &revText{data: make([]byte, size), size: size}}, quiet())
+	mustDo(t, err)
+	_, text, err := remote{dir: dir}.Cat(context.Background(), Target{Path: "x"}, RevSpec{})
+	mustDo(t, err)
+	defer text.Close()
+	done := make(chan error, 1)
+	go func() { done <- srv.Close() }()
+	select {
+	case err := <-done:
+		mustDo(t, err)
+	case <-time.After(closeWriteGrace + 10*time.Second):
+		t.Fatal("Close still waits for a cat nobody reads")
+	}
+	if n, err := text.WriteTo(io.Discard); err == nil || n >= size {
+		t.Fatalf("the stalled cat read %d of %d bytes, %v; want a short read and an error", n, size, err)
+	}
+}
