@@ -227,7 +227,7 @@ func open(store, mnt string, cfg Config, x *excluder) (*running, error) {
 			return nil, errors.Join(err, m.close(context.Background()))
 		}
 		m.marked = true
-		sw := &spaceWait{room: st.Room, closing: m.closing, log: cfg.Logger}
+		sw := &spaceWait{room: st.Room, free: func() (int64, error) { return freeBytes(store) }, closing: m.closing, log: cfg.Logger}
 		sink = journalSink{ls: ls, j: m.jnl, rd: &redoer{st: st, ls: ls, j: m.jnl, live: live, log: cfg.Logger, x: x, restarted: restarted}, sw: sw}
 	}
 	m.rec = NewRecorder(sink, cfg.FsyncInterval, cfg.Logger)

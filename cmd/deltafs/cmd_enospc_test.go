@@ -333,3 +333,38 @@ func refusedMount(t *testing.T, store, mnt string, flags ...string) result {
 	}
 	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errOut.String()}
 }
+
+// TestFullDiskBigFileWaitsForSpace: a big file whose recording the store
+// refuses although the index has its reserve (the file's own data fills
+// the rest) is not retried in a loop: recording resumes when space is
+// freed, or after a backoff of seconds. It was retried every half second
+// for ever (a review: 4 s of CPU and 1.2 GB written per 10 s).
+func TestFullDiskBigFileWaitsForSpace(t *testing.T) {
+	d := newFullDisk(t)
+	d.writeSmall(t, 0)
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(d.fsys, &st); err != nil {
+		t.Fatal(err)
+	}
+	free := int64(st.Bavail) * st.Bsize
+	big := make([]byte, free/2) // incompressible: its put needs all of it and the reserve
+	for i := range big {
+		big[i] = byte(uint32(i*2654435761) >> 24)
+	}
+	if err := os.WriteFile(filepath.Join(d.mnt, "big"), big, 0o644); err != nil {
+		t.Fatalf("write %d bytes with %d free: %v", len(big), free, err)
+	}
+	waitFor(t, d.p, "recording paused")
+	time.Sleep(3 * time.Second) // within the first backoff, nothing freed
+	if n := strings.Count(d.p.Stderr.String(), "has room again"); n != 0 {
+		t.Fatalf("recording resumed %d times with no space freed; stderr %q", n, d.p.Stderr.String())
+	}
+	d.alive(t)
+	if err := os.Remove(filepath.Join(d.mnt, "big")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, d.p, "has room again")
+	d.writeSmall(t, 1)
+	d.snapshot(t, "after")
+	verifyClean(t, d.mnt)
+}
