@@ -162,6 +162,21 @@ func spare(op, dir string, put bool) (int64, error) {
 	return free - need, nil
 }
 
+// RoomAfter reports (an error matching syscall.ENOSPC) unless dir's file
+// system would keep what a put and its commit need free (Room's
+// reserve) once take more bytes are written to it: a restore asks before
+// it writes a revision over a live file, which it must then record.
+func RoomAfter(op, dir string, take int64) error {
+	free, total, err := freeBytes(dir)
+	if err != nil {
+		return err
+	}
+	if need := reserve(total, true) + take; free < need {
+		return &noSpaceError{op: op, dir: dir, free: free, need: need}
+	}
+	return nil
+}
+
 // A put's Room may answer from a statfs up to roomFor old: one that
 // found at least roomSlack free beyond a put's need. That widens by at
 // most roomFor the gap there always was between Room and the put's

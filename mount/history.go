@@ -238,6 +238,9 @@ func (h *historian) Restore(ctx context.Context, t Target, rev *uint32) (FileRev
 		return out, err
 	}
 	defer text.Close()
+	if err := h.roomForRestore(lf, text.Size()); err != nil {
+		return out, fmt.Errorf("restore %s to revision %d: %w", lf.Rel, old.Rev, err)
+	}
 	var id index.RevID
 	switch {
 	case found.Deleted:
@@ -266,7 +269,7 @@ func (h *historian) restoreMounted(ctx context.Context, lf liveFile, fid index.F
 	before := h.ls.sink.prev(fid)
 	h.ls.sink.restoring[fid] = old
 	h.ls.mu.Unlock()
-	werr := rewrite(filepath.Join(h.mnt, filepath.FromSlash(lf.Rel)), text, text.Size(), true)
+	werr := partly(rewrite(filepath.Join(h.mnt, filepath.FromSlash(lf.Rel)), text, text.Size(), true), lf, before)
 	ferr := h.rec.Flush(ctx, lf.ID)
 	h.ls.mu.Lock()
 	delete(h.ls.sink.restoring, fid)
@@ -315,16 +318,62 @@ func (h *historian) restoreOffline(ctx context.Context, lf liveFile, fid index.F
 	if err := h.keepLiveChange(ctx, lf, fid); err != nil {
 		return index.NullRev, fmt.Errorf("record the live file's unrecorded change first: %w", err)
 	}
+	prev := s.prev(fid)
 	if err := rewrite(lf.Path, text, text.Size(), false); err != nil {
-		return index.NullRev, err
+		return index.NullRev, partly(err, lf, prev)
 	}
-	e, err := h.putText(ctx, objstore.PutRequest{File: fid, P1: s.prev(fid), P2: old, Hints: []index.RevID{old}, Name: lf.Rel}, text)
+	e, err := h.putText(ctx, objstore.PutRequest{File: fid, P1: prev, P2: old, Hints: []index.RevID{old}, Name: lf.Rel}, text)
 	if err != nil {
+		// The live file holds a content no revision has: put back the
+		// one it had, which the next mount would not see changed.
+		if rerr := h.putBack(ctx, lf, prev); rerr != nil {
+			return index.NullRev, fmt.Errorf("%w; and the live file, which now holds the restored content unrecorded, could not be put back: %v", err, rerr)
+		}
 		return index.NullRev, err
 	}
 	s.last[fid] = e.ID()
 	delete(s.known, fid) // a later report's ranges start from an older revision
 	return e.ID(), nil
+}
+
+// roomForRestore refuses a restore of size bytes over lf that would
+// leave the store's file system without the room to record it (the
+// store's reserve for a put): one that ran out midway left the live
+// file half overwritten (a user review).
+func (h *historian) roomForRestore(lf liveFile, size int64) error {
+	var held int64 // the blocks the rewrite frees
+	var st unix.Stat_t
+	if err := unix.Lstat(lf.Path, &st); err == nil {
+		held = st.Blocks * 512
+	}
+	return index.RoomAfter("restore", h.dir, size-held)
+}
+
+// partly adds to err, a rewrite's failure, that the live file lf was
+// left partly overwritten, and which revision held what it had.
+func partly(err error, lf liveFile, prev index.RevID) error {
+	if err == nil || prev.IsNull() {
+		return err
+	}
+	return fmt.Errorf("%w (%s is left partly overwritten: its content before was revision %d)", err, lf.Rel, prev.Rev)
+}
+
+// putBack writes revision prev back into the live file lf of an
+// unmounted store, after a restore's write that could not be recorded.
+func (h *historian) putBack(ctx context.Context, lf liveFile, prev index.RevID) error {
+	if prev.IsNull() {
+		return errors.New("no revision to put back")
+	}
+	r, err := h.st.Revision(prev)
+	if err != nil {
+		return err
+	}
+	text, err := h.text(ctx, prev, r.Size)
+	if err != nil {
+		return err
+	}
+	defer text.Close()
+	return rewrite(lf.Path, text, text.Size(), false)
 }
 
 // keepLiveChange records the content of the live file of an unmounted

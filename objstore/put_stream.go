@@ -197,9 +197,9 @@ func (s *Store) sameAs(ctx context.Context, id index.RevID, ce index.Entry, src 
 // mayDedupFrom reports whether a put from a file of size bytes should
 // look for a revision with its content before reading it whole
 // (dedupFrom): a big text that the streamed put found a revision of the
-// same hash and size for, or one as long as its first parent (a rewrite
-// that may have changed nothing). Others would pay a read and a hash of
-// the file for nothing.
+// same hash and size for, or one as long as a parent or hint (a rewrite
+// that may have changed nothing, a copy, a restore). Others would pay a
+// read and a hash of the file for nothing.
 func (s *Store) mayDedupFrom(req *PutRequest, size int64, streamed bool) bool {
 	if size < bigFull || !s.cfg.xxhash || req.DeltaOnly || req.Delta != nil {
 		return false
@@ -207,11 +207,17 @@ func (s *Store) mayDedupFrom(req *PutRequest, size int64, streamed bool) bool {
 	if streamed {
 		return true
 	}
-	if req.P1.IsNull() {
-		return false
+	// A parent or hint of the same size may hold the same text: a save
+	// that changed nothing, a copy, a restore (its P2).
+	for _, id := range append([]index.RevID{req.P1, req.P2}, req.Hints...) {
+		if id.IsNull() {
+			continue
+		}
+		if p, err := s.entry(id); err == nil && p.Size == uint64(size) {
+			return true
+		}
 	}
-	p, err := s.entry(req.P1)
-	return err == nil && p.Size == uint64(size)
+	return false
 }
 
 // copyBlocks writes src's first size bytes to w in blocks and returns

@@ -368,3 +368,48 @@ func TestFullDiskBigFileWaitsForSpace(t *testing.T) {
 	d.snapshot(t, "after")
 	verifyClean(t, d.mnt)
 }
+
+// TestRestoreRefusedWithoutRoom: a restore whose revision would not fit
+// on the store's file system beside the room to record it is refused
+// before it writes anything, mounted and offline, and the live file
+// keeps its content. One that ran out midway left the file half
+// overwritten, or (offline) rewritten and never recorded, which verify
+// then reported for ever (a user review).
+func TestRestoreRefusedWithoutRoom(t *testing.T) {
+	d := newFullDisk(t)
+	big := make([]byte, 40<<20) // incompressible
+	for i := range big {
+		big[i] = byte(uint32(i*2654435761) >> 24)
+	}
+	f := writeFile(t, d.mnt, "f", big)
+	time.Sleep(300 * time.Millisecond) // past the new-file grace: two revisions
+	writeFile(t, d.mnt, "f", []byte("small now\n"))
+	if r := runBinary(t, nil, "log", f); r.code != 0 || strings.Count(r.stdout, "\n") != 2 {
+		t.Fatalf("log: exit %d, %q, %q; want two revisions", r.code, r.stdout, r.stderr)
+	}
+	// Leave 30 MiB free, written beside the store, not through the mount.
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(d.fsys, &st); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, d.fsys, "filler", make([]byte, int64(st.Bavail)*st.Bsize-30<<20))
+	check := func(how string, r result, live string) {
+		t.Helper()
+		checkOneLine(t, how, r)
+		if r.code == 0 || !strings.Contains(r.stderr, "no space left on device") {
+			t.Errorf("%s: exit %d, stderr %q; want a refusal for want of space", how, r.code, r.stderr)
+		}
+		if b, err := os.ReadFile(live); err != nil || string(b) != "small now\n" {
+			t.Errorf("%s: the live file holds %d bytes, %v; want it as it was", how, len(b), err)
+		}
+	}
+	check("mounted", runBinary(t, nil, "restore", f, "--rev", "0"), f)
+	if code := d.stopMount(t); code != 0 {
+		t.Fatalf("mount exit %d; stderr %q", code, d.p.Stderr.String())
+	}
+	check("offline", runBinary(t, nil, "restore", "--store", d.store, "f", "--rev", "0"), filepath.Join(d.store, "live", "f"))
+	if err := os.Remove(filepath.Join(d.fsys, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	verifyClean(t, d.store)
+}
