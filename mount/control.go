@@ -159,10 +159,15 @@ type controlServer struct {
 	c     Controller
 	log   *slog.Logger
 	wg    sync.WaitGroup
-	// mu guards conns, the connections being served, and closed.
+	// mu guards conns, the connections being served and what each is
+	// doing, and closed.
 	mu     sync.Mutex
-	conns  map[*net.UnixConn]struct{}
+	conns  map[*net.UnixConn]connPhase
 	closed bool
+	// stop ends the verifications running when Close is called (they
+	// only read the store).
+	stopCtx context.Context
+	stop    context.CancelFunc
 	// bufs keeps the buffers log rows are encoded into between calls (a
 	// log of 10,000 revisions is about 300 KB): a call then leaves no
 	// buffer of that size for the garbage collector. Of *[]byte.
@@ -182,30 +187,64 @@ func serveControl(dir string, owner uint32, c Controller, log *slog.Logger) (*co
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	s := &controlServer{ln: ln, path: path, owner: owner, c: c, log: log, conns: map[*net.UnixConn]struct{}{}}
+	s := &controlServer{ln: ln, path: path, owner: owner, c: c, log: log, conns: map[*net.UnixConn]connPhase{}}
+	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
 }
 
 // Close stops listening, removes the socket and waits for calls in
-// flight: each connection takes no further request, and has
-// closeWriteGrace to take the rest of its answer. A cat streams its
-// revision as the caller reads it, and a caller that stopped reading (a
-// pipe into a pager left open, a stopped job) held the unmount until
-// its shutdown deadline; it now gets a short read ("unexpected EOF").
+// flight: each connection takes no further request, a request running
+// finishes, and its answer has closeWriteGrace from when it starts (or
+// from Close, if it had started) to be taken. A cat streams its revision
+// as the caller reads it, and a caller that stopped reading (a pipe into
+// a pager left open, a stopped job) held the unmount until its shutdown
+// deadline; it now gets a short read ("unexpected EOF"). A verification
+// running is stopped.
 func (s *controlServer) Close() error {
 	err := s.ln.Close()
 	s.mu.Lock()
 	s.closed = true
 	now := time.Now()
-	for conn := range s.conns {
-		_ = conn.SetReadDeadline(now)
-		_ = conn.SetWriteDeadline(now.Add(closeWriteGrace))
+	for conn, ph := range s.conns {
+		switch ph {
+		case phaseIdle:
+			_ = conn.SetReadDeadline(now)
+		case phaseAnswering:
+			_ = conn.SetWriteDeadline(now.Add(closeWriteGrace))
+		}
 	}
 	s.mu.Unlock()
+	s.stop()
 	s.wg.Wait()
 	return err
+}
+
+// connPhase is what a connection of the control socket is doing.
+type connPhase int
+
+const (
+	phaseIdle      connPhase = iota // waiting for a request
+	phaseRunning                    // running one
+	phaseAnswering                  // writing its answer
+)
+
+// enter moves conn to phase ph, and reports false when the server is
+// closed and conn is to take no further request (ph is phaseIdle or
+// phaseRunning). An answer begun after Close gets closeWriteGrace.
+func (s *controlServer) enter(conn *net.UnixConn, ph connPhase) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conns[conn] = ph
+	if !s.closed {
+		return true
+	}
+	if ph == phaseAnswering {
+		_ = conn.SetWriteDeadline(time.Now().Add(closeWriteGrace))
+		return true
+	}
+	return false
 }
 
 // closeWriteGrace is how long Close lets a connection take its answer.
@@ -224,7 +263,7 @@ func (s *controlServer) accept() {
 			conn.Close()
 			return
 		}
-		s.conns[conn] = struct{}{}
+		s.conns[conn] = phaseIdle
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go func() {
@@ -275,13 +314,17 @@ func (s *controlServer) handle(conn *net.UnixConn) {
 	}
 	sc := bufio.NewScanner(conn)
 	sc.Buffer(make([]byte, 4096), maxRequest)
-	for sc.Scan() {
+	for s.enter(conn, phaseIdle) && sc.Scan() {
+		if !s.enter(conn, phaseRunning) {
+			return // closed: no further request (one already sent, read ahead)
+		}
 		var req Request
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			_ = enc.Encode(Response{Error: ByteString("bad request: " + err.Error())})
 			return
 		}
 		if v, ok := s.c.(verifier); ok && req.Op == "verify" {
+			s.enter(conn, phaseAnswering) // it answers as it goes
 			if !s.streamVerify(enc, v) {
 				return
 			}
@@ -292,6 +335,7 @@ func (s *controlServer) handle(conn *net.UnixConn) {
 			bp = new([]byte)
 		}
 		resp, data, text := s.do(req, (*bp)[:0])
+		s.enter(conn, phaseAnswering)
 		err := enc.Encode(resp)
 		switch {
 		case err == nil && text != nil:

@@ -73,7 +73,7 @@ const progressEvery = 100 * time.Millisecond
 // streamVerify answers a verify request on enc; false if the client went
 // away.
 func (s *controlServer) streamVerify(enc *json.Encoder, v verifier) bool {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(s.stopCtx)
 	defer cancel()
 	var sendErr error
 	send := func(m VerifyMessage) {

@@ -3,9 +3,13 @@ package mount
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -69,5 +73,68 @@ func TestControlCloseCutsAStalledCat(t *testing.T) {
 	}
 	if n, err := text.WriteTo(io.Discard); err == nil || n >= size {
 		t.Fatalf("the stalled cat read %d of %d bytes, %v; want a short read and an error", n, size, err)
+	}
+}
+
+// slowRestore is a Controller whose Restore takes d, counted in n, and
+// succeeds: a big restore through the mount.
+type slowRestore struct {
+	Controller
+	d time.Duration
+	n *atomic.Int32
+}
+
+func (c slowRestore) Restore(context.Context, Target, *uint32) (FileRev, error) {
+	c.n.Add(1)
+	time.Sleep(c.d)
+	return FileRev{}, nil
+}
+
+// TestControlCloseAnswersARunningRequest: a request running when Close
+// comes finishes and its caller gets its answer, however long it ran:
+// the grace to take an answer counts from when the answer starts. With
+// the grace counted from Close, a restore that succeeded was reported
+// failed (a review of 8b37c58).
+func TestControlCloseAnswersARunningRequest(t *testing.T) {
+	dir := t.TempDir()
+	var n atomic.Int32
+	srv, err := serveControl(dir, uint32(os.Getuid()), slowRestore{d: closeWriteGrace + time.Second, n: &n}, quiet())
+	mustDo(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := remote{dir: dir}.Restore(context.Background(), Target{Path: "x"}, nil)
+		done <- err
+	}()
+	for n.Load() == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	mustDo(t, srv.Close())
+	if err := <-done; err != nil {
+		t.Fatalf("the restore ran, but its caller got %v", err)
+	}
+}
+
+// TestControlCloseTakesNoFurtherRequest: a second request sent with the
+// first (read ahead with it) is not run once Close has come.
+func TestControlCloseTakesNoFurtherRequest(t *testing.T) {
+	dir := t.TempDir()
+	var n atomic.Int32
+	srv, err := serveControl(dir, uint32(os.Getuid()), slowRestore{d: time.Second, n: &n}, quiet())
+	mustDo(t, err)
+	conn, err := net.Dial("unix", filepath.Join(dir, ControlSocket))
+	mustDo(t, err)
+	defer conn.Close()
+	line, err := json.Marshal(Request{Op: "restore", Path: "x"})
+	mustDo(t, err)
+	line = append(line, '\n')
+	_, err = conn.Write(append(bytes.Clone(line), line...))
+	mustDo(t, err)
+	go io.Copy(io.Discard, conn)
+	for n.Load() == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	mustDo(t, srv.Close())
+	if got := n.Load(); got != 1 {
+		t.Fatalf("%d restores ran; the second was read ahead with the first and run after Close", got)
 	}
 }
