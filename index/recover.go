@@ -32,12 +32,24 @@ func removeEmptyLogs(dir string) error {
 	return nil
 }
 
-// HasEmptyLogs reports whether dir holds an empty badger log (see
-// removeEmptyLogs): a read-only Open fails on one ("while opening
-// memtable ... truncate"), which a read-write Open removes first.
-func HasEmptyLogs(dir string) bool {
-	names, err := emptyLogs(dir)
-	return err == nil && len(names) > 0
+// FailedOnEmptyLog reports whether err, returned by a read-only Open of
+// the index in dir, names an empty badger log of dir (see
+// removeEmptyLogs): badger fails on one ("while opening memtable ...
+// truncate"), which a read-write Open removes first.
+func FailedOnEmptyLog(err error, dir string) bool {
+	if err == nil {
+		return false
+	}
+	names, lerr := emptyLogs(dir)
+	if lerr != nil {
+		return false
+	}
+	for _, name := range names {
+		if strings.Contains(err.Error(), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // emptyLogs lists the zero-length *.mem and *.vlog files of dir.

@@ -238,7 +238,7 @@ func (h *historian) Restore(ctx context.Context, t Target, rev *uint32) (FileRev
 		return out, err
 	}
 	defer text.Close()
-	if err := h.roomForRestore(lf, text.Size()); err != nil {
+	if err := h.roomForRestore(lf, text); err != nil {
 		return out, fmt.Errorf("restore %s to revision %d: %w", lf.Rel, old.Rev, err)
 	}
 	var id index.RevID
@@ -326,7 +326,7 @@ func (h *historian) restoreOffline(ctx context.Context, lf liveFile, fid index.F
 	if err != nil {
 		// The live file holds a content no revision has: put back the
 		// one it had, which the next mount would not see changed.
-		if rerr := h.putBack(ctx, lf, prev); rerr != nil {
+		if rerr := h.putBack(context.WithoutCancel(ctx), lf, prev); rerr != nil {
 			return index.NullRev, fmt.Errorf("%w; and the live file, which now holds the restored content unrecorded, could not be put back: %v", err, rerr)
 		}
 		return index.NullRev, err
@@ -336,17 +336,47 @@ func (h *historian) restoreOffline(ctx context.Context, lf liveFile, fid index.F
 	return e.ID(), nil
 }
 
-// roomForRestore refuses a restore of size bytes over lf that would
-// leave the store's file system without the room to record it (the
-// store's reserve for a put): one that ran out midway left the live
-// file half overwritten (a user review).
-func (h *historian) roomForRestore(lf liveFile, size int64) error {
+// roomForRestore refuses a restore of text over lf that would leave the
+// store's file system without the room to record it (the store's
+// reserve for a put): one that ran out midway left the live file half
+// overwritten (a user review). The text's length is checked first; only
+// if that does not fit are its blocks of data counted (a read of it):
+// writeSparse leaves the rest as holes (a disk image).
+func (h *historian) roomForRestore(lf liveFile, text *revText) error {
 	var held int64 // the blocks the rewrite frees
 	var st unix.Stat_t
 	if err := unix.Lstat(lf.Path, &st); err == nil {
 		held = st.Blocks * 512
 	}
-	return index.RoomAfter("restore", h.dir, size-held)
+	err := index.RoomAfter("restore", h.dir, text.Size()-held)
+	if !errors.Is(err, syscall.ENOSPC) {
+		return err
+	}
+	if data, derr := dataBytes(text, text.Size()); derr == nil && data < text.Size() {
+		return index.RoomAfter("restore", h.dir, data-held)
+	}
+	return err
+}
+
+// dataBytes returns how many bytes of the first size of src are in
+// blocks writeSparse writes (not all zeros), a whole block each.
+func dataBytes(src io.ReaderAt, size int64) (int64, error) {
+	var zero [sparseBlock]byte
+	buf := make([]byte, min(size, sparseBuf))
+	var n int64
+	for base := int64(0); base < size; base += int64(len(buf)) {
+		b := buf[:min(int64(len(buf)), size-base)]
+		if k, err := src.ReadAt(b, base); k < len(b) {
+			return 0, cmp.Or(err, io.ErrUnexpectedEOF)
+		}
+		for off := 0; off < len(b); off += sparseBlock {
+			end := min(off+sparseBlock, len(b))
+			if !bytes.Equal(b[off:end], zero[:end-off]) {
+				n += sparseBlock
+			}
+		}
+	}
+	return n, nil
 }
 
 // partly adds to err, a rewrite's failure, that the live file lf was

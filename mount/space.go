@@ -126,13 +126,14 @@ func (w *spaceWait) poll(free int64, wait time.Duration) {
 }
 
 // freed says whether more than spaceFreed bytes were freed since the
-// file system had free bytes (-1: unknown).
+// file system had free bytes (-1: unknown, and then only the backoff
+// resumes, as it does when a statfs fails).
 func (w *spaceWait) freed(free int64) bool {
 	if free < 0 || w.free == nil {
-		return true
+		return false
 	}
 	f, err := w.free()
-	return err != nil || f > free+spaceFreed
+	return err == nil && f > free+spaceFreed
 }
 
 // freeBytes returns the bytes an unprivileged writer may still use on

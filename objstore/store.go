@@ -81,7 +81,7 @@ func Open(dir string, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s, err := openLocked(dir, cfg, lock, created)
-	if err != nil && cfg.ReadOnly && (index.NeedsRecovery(err) || index.HasEmptyLogs(filepath.Join(dir, "index"))) {
+	if err != nil && cfg.ReadOnly && (index.NeedsRecovery(err) || index.FailedOnEmptyLog(err, filepath.Join(dir, "index"))) {
 		s, err = recoverThenOpen(dir, cfg, lock)
 	}
 	if err != nil {
