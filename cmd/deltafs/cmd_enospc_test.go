@@ -347,10 +347,7 @@ func TestFullDiskBigFileWaitsForSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	free := int64(st.Bavail) * st.Bsize
-	big := make([]byte, free/2) // incompressible: its put needs all of it and the reserve
-	for i := range big {
-		big[i] = byte(uint32(i*2654435761) >> 24)
-	}
+	big := noise(int(free / 2)) // its put needs all of it and the reserve
 	if err := os.WriteFile(filepath.Join(d.mnt, "big"), big, 0o644); err != nil {
 		t.Fatalf("write %d bytes with %d free: %v", len(big), free, err)
 	}
@@ -377,22 +374,8 @@ func TestFullDiskBigFileWaitsForSpace(t *testing.T) {
 // then reported for ever (a user review).
 func TestRestoreRefusedWithoutRoom(t *testing.T) {
 	d := newFullDisk(t)
-	big := make([]byte, 40<<20) // incompressible
-	for i := range big {
-		big[i] = byte(uint32(i*2654435761) >> 24)
-	}
-	f := writeFile(t, d.mnt, "f", big)
-	time.Sleep(300 * time.Millisecond) // past the new-file grace: two revisions
-	writeFile(t, d.mnt, "f", []byte("small now\n"))
-	if r := runBinary(t, nil, "log", f); r.code != 0 || strings.Count(r.stdout, "\n") != 2 {
-		t.Fatalf("log: exit %d, %q, %q; want two revisions", r.code, r.stdout, r.stderr)
-	}
-	// Leave 30 MiB free, written beside the store, not through the mount.
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(d.fsys, &st); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, d.fsys, "filler", make([]byte, int64(st.Bavail)*st.Bsize-30<<20))
+	f := d.bigThenSmall(t, "f", noise(40<<20), 40<<20)
+	d.leaveFree(t, 30<<20)
 	check := func(how string, r result, live string) {
 		t.Helper()
 		checkOneLine(t, how, r)
@@ -420,24 +403,9 @@ func TestRestoreRefusedWithoutRoom(t *testing.T) {
 // check counted its length and refused it).
 func TestSparseRestoreWithLittleRoom(t *testing.T) {
 	d := newFullDisk(t)
-	data := make([]byte, 1<<20)
-	for i := range data {
-		data[i] = byte(uint32(i*2654435761) >> 24)
-	}
-	img := writeFile(t, d.mnt, "img", data)
-	if err := os.Truncate(img, 30<<20); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond) // past the new-file grace: two revisions
-	writeFile(t, d.mnt, "img", []byte("small now\n"))
-	if r := runBinary(t, nil, "log", img); r.code != 0 || strings.Count(r.stdout, "\n") != 2 {
-		t.Fatalf("log: exit %d, %q, %q; want two revisions", r.code, r.stdout, r.stderr)
-	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(d.fsys, &st); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, d.fsys, "filler", make([]byte, int64(st.Bavail)*st.Bsize-25<<20))
+	data := noise(1 << 20)
+	img := d.bigThenSmall(t, "img", data, 30<<20)
+	d.leaveFree(t, 25<<20)
 	if r := runBinary(t, nil, "restore", img, "--rev", "0"); r.code != 0 {
 		t.Fatalf("restore: exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -445,4 +413,41 @@ func TestSparseRestoreWithLittleRoom(t *testing.T) {
 	if b, err := os.ReadFile(img); err != nil || !bytes.Equal(b, want) {
 		t.Fatalf("the restored image: %d bytes, equal %v, %v", len(b), bytes.Equal(b, want), err)
 	}
+}
+
+// noise is n bytes that do not compress.
+func noise(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(uint32(i*2654435761) >> 24)
+	}
+	return b
+}
+
+// bigThenSmall writes data to name in the mount, extended to size bytes
+// (a hole), then, past the new-file grace, "small now\n" over it, and
+// checks that both are revisions; it returns the file's path.
+func (d *fullDisk) bigThenSmall(t *testing.T, name string, data []byte, size int64) string {
+	t.Helper()
+	p := writeFile(t, d.mnt, name, data)
+	if err := os.Truncate(p, size); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	writeFile(t, d.mnt, name, []byte("small now\n"))
+	if r := runBinary(t, nil, "log", p); r.code != 0 || strings.Count(r.stdout, "\n") != 2 {
+		t.Fatalf("log: exit %d, %q, %q; want two revisions", r.code, r.stdout, r.stderr)
+	}
+	return p
+}
+
+// leaveFree writes a file beside the store, not through the mount, that
+// leaves n bytes free on its file system.
+func (d *fullDisk) leaveFree(t *testing.T, n int64) {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(d.fsys, &st); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, d.fsys, "filler", make([]byte, int64(st.Bavail)*st.Bsize-n))
 }
