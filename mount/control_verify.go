@@ -77,6 +77,9 @@ func (s *controlServer) streamVerify(enc *json.Encoder, v verifier) bool {
 	defer cancel()
 	var sendErr error
 	send := func(m VerifyMessage) {
+		if m.Problem != nil && ctx.Err() != nil {
+			return // a check cut short, not a problem of the store
+		}
 		if sendErr == nil {
 			if sendErr = enc.Encode(Response{Verify: &m}); sendErr != nil {
 				cancel() // nobody listens: stop verifying
@@ -91,6 +94,9 @@ func (s *controlServer) streamVerify(enc *json.Encoder, v verifier) bool {
 		}
 	}
 	rep, err := v.Verify(ctx, func(i ProblemInfo) { send(VerifyMessage{Problem: &i}) }, progress)
+	if err != nil && s.stopCtx.Err() != nil {
+		err = errors.New("stopped: the mount is being unmounted")
+	}
 	if err != nil {
 		if sendErr == nil {
 			sendErr = enc.Encode(Response{Error: ByteString("verify: " + err.Error())})

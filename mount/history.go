@@ -382,11 +382,19 @@ func dataBytes(src io.ReaderAt, size int64) (int64, error) {
 // partly adds to err, a rewrite's failure, that the live file lf was
 // left partly overwritten, and which revision held what it had.
 func partly(err error, lf liveFile, prev index.RevID) error {
-	if err == nil || prev.IsNull() {
+	var u untouched
+	if err == nil || prev.IsNull() || errors.As(err, &u) {
 		return err
 	}
 	return fmt.Errorf("%w (%s is left partly overwritten: its content before was revision %d)", err, lf.Rel, prev.Rev)
 }
+
+// untouched is a rewrite's error that came before it changed the file
+// (its open failed: the mount point gone at an unmount, say).
+type untouched struct{ err error }
+
+func (u untouched) Error() string { return u.err.Error() }
+func (u untouched) Unwrap() error { return u.err }
 
 // putBack writes revision prev back into the live file lf of an
 // unmounted store, after a restore's write that could not be recorded.
@@ -459,7 +467,7 @@ func (h *historian) keepLiveChange(ctx context.Context, lf liveFile, fid index.F
 func rewrite(p string, text io.ReaderAt, size int64, fsync bool) error {
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
-		return err
+		return untouched{err}
 	}
 	werr := writeSparse(f, text, size)
 	if werr == nil && fsync {

@@ -7,7 +7,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/deltafs/deltafs/index"
 )
 
 // bigText is n bytes of compressible, non-repeating text.
@@ -81,5 +84,21 @@ func TestCatAndRestoreOfBigRevisions(t *testing.T) {
 	}
 	if r, data, err := CatBytes(ctx, off, Target{Path: "big"}, RevSpec{}); err != nil || r.Revision.Rev != 3 || !bytes.Equal(data, v1) {
 		t.Errorf("the offline restore's revision: %d, %d bytes, equal %v, %v", r.Revision.Rev, len(data), bytes.Equal(data, v1), err)
+	}
+}
+
+// TestRestoreThatWroteNothingSaysSo: a restore whose rewrite failed to
+// open the file (the mount point gone at an unmount) does not say the
+// file was left partly overwritten; one that failed after it does.
+func TestRestoreThatWroteNothingSaysSo(t *testing.T) {
+	lf := liveFile{Rel: "f"}
+	prev := index.RevID{File: 1, Rev: 6}
+	text := &revText{data: []byte("x"), size: 1}
+	err := partly(rewrite(filepath.Join(t.TempDir(), "gone", "f"), text, 1, false), lf, prev)
+	if err == nil || strings.Contains(err.Error(), "partly overwritten") {
+		t.Errorf("a rewrite that opened nothing: %v", err)
+	}
+	if err := partly(errors.New("write: no space left on device"), lf, prev); !strings.Contains(err.Error(), "partly overwritten: its content before was revision 6") {
+		t.Errorf("a rewrite that failed writing: %v", err)
 	}
 }
