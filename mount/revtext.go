@@ -9,6 +9,7 @@ import (
 
 	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/objstore"
 )
 
 // Text is the content of a revision as Cat returns it: Size bytes,
@@ -69,20 +70,27 @@ type revText struct {
 // chunks at a time (objstore.Store.WriteText: a chunked fulltext, a
 // delta on one) and it is textSpillMin bytes or more, else in memory.
 func (h *historian) text(ctx context.Context, id index.RevID, size uint64) (*revText, error) {
+	t, err := readText(ctx, h.st, id, size)
+	return t, wrapCorrupt(err)
+}
+
+// readText is historian.text for any user of st (textHash too); the
+// file is in st's directory.
+func readText(ctx context.Context, st *objstore.Store, id index.RevID, size uint64) (*revText, error) {
 	if size >= textSpillMin {
-		f, err := fs.SpillText(ctx, h.dir, size, func(ctx context.Context, w io.WriterAt) (bool, error) {
-			return h.st.WriteText(ctx, id, w)
+		f, err := fs.SpillText(ctx, st.Dir(), size, func(ctx context.Context, w io.WriterAt) (bool, error) {
+			return st.WriteText(ctx, id, w)
 		})
 		if err != nil {
-			return nil, wrapCorrupt(err)
+			return nil, err
 		}
 		if f != nil {
 			return &revText{f: f, size: int64(size)}, nil
 		}
 	}
-	data, err := h.st.Get(ctx, id)
+	data, err := st.Get(ctx, id)
 	if err != nil {
-		return nil, wrapCorrupt(err)
+		return nil, err
 	}
 	return &revText{data: data, size: int64(len(data))}, nil
 }

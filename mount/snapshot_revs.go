@@ -294,31 +294,20 @@ const freeBigText = 64 << 20
 // hash the recorder defers, is a delta on a chunked fulltext); ok is
 // false if it cannot be read.
 func textHash(ctx context.Context, st *objstore.Store, e index.Entry) (h uint64, ok bool) {
-	if e.Size >= textSpillMin {
-		f, err := fs.SpillText(ctx, st.Dir(), e.Size, func(ctx context.Context, w io.WriterAt) (bool, error) {
-			return st.WriteText(ctx, e.ID(), w)
-		})
-		if err != nil {
-			return 0, false
-		}
-		if f != nil {
-			defer f.Close()
-			d := xxhash.New()
-			if _, err := io.Copy(d, io.NewSectionReader(f, 0, int64(e.Size))); err != nil {
-				return 0, false
-			}
-			return d.Sum64(), true
-		}
-	}
-	text, err := st.Get(ctx, e.ID())
+	text, err := readText(ctx, st, e.ID(), e.Size)
 	if err != nil {
 		return 0, false
 	}
-	h, n := xxhash.Sum64(text), len(text)
-	if n >= freeBigText {
+	defer text.Close()
+	d := xxhash.New()
+	if _, err := text.WriteTo(d); err != nil {
+		return 0, false
+	}
+	if text.f == nil && text.size >= freeBigText {
+		text.data = nil
 		debug.FreeOSMemory()
 	}
-	return h, true
+	return d.Sum64(), true
 }
 
 // record stores src as the next revision of the live file, of store
