@@ -267,7 +267,7 @@ func (h *historian) restoreMounted(ctx context.Context, lf liveFile, fid index.F
 	}
 	h.ls.mu.Lock()
 	before := h.ls.sink.prev(fid)
-	h.ls.sink.restoring[fid] = old
+	h.ls.sink.restoring[fid] = restoreOf(old, text)
 	h.ls.mu.Unlock()
 	werr := partly(rewrite(filepath.Join(h.mnt, filepath.FromSlash(lf.Rel)), text, text.Size(), true), lf, before)
 	ferr := h.rec.Flush(ctx, lf.ID)
@@ -518,12 +518,14 @@ func writeSparse(f *os.File, src io.ReaderAt, size int64) error {
 	return f.Truncate(size)
 }
 
-// putText records text as the revision req describes, reading it from
-// text (objstore.Store.PutFrom: the same text as a revision of the store
-// is compared with it block by block, not held whole), and waits for it
-// to be durable.
+// putText records text, the text of revision req.P2 that a restore
+// wrote back, as the revision req describes, and waits for it to be
+// durable: a dedup of req.P2, read no more (objstore.Store.PutSameNoWait),
+// or, where the store cannot make one, put from text (PutFrom: a revision
+// of the store with the same text is compared with it block by block, not
+// held whole).
 func (h *historian) putText(ctx context.Context, req objstore.PutRequest, text *revText) (index.Entry, error) {
-	e, commit, err := h.st.PutFrom(ctx, req, text, text.Size(), nil)
+	e, commit, err := h.st.PutSameNoWait(ctx, req, req.P2, text, text.Size(), nil)
 	if err != nil {
 		return e, err
 	}

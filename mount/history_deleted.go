@@ -203,7 +203,7 @@ func (h *historian) restoreDeletedMounted(ctx context.Context, lf liveFile, fid 
 	s := h.ls.sink
 	h.ls.mu.Lock()
 	before := s.prev(fid)
-	s.adopting[id], s.restoring[fid] = fid, old
+	s.adopting[id], s.restoring[fid] = fid, restoreOf(old, text)
 	h.ls.mu.Unlock()
 	werr := writeSparse(f, text, text.Size())
 	if werr == nil {

@@ -249,7 +249,7 @@ func TestSnapshotDuringRestoreOfDeletedFile(t *testing.T) {
 	s := revs.ls.sink
 	revs.ls.mu.Lock()
 	before := s.prev(fid)
-	s.adopting[id], s.restoring[fid] = fid, before
+	s.adopting[id], s.restoring[fid] = fid, restore{rev: before}
 	revs.ls.mu.Unlock()
 	// Before the write: the file is still empty, and no empty revision
 	// joins the history it continues.

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -169,4 +170,45 @@ func (s *socketReader) Read(p []byte) (int, error) {
 		err = fmt.Errorf("control socket of %s: %w", s.dir, err)
 	}
 	return n, err
+}
+
+// restore is what a restore through the mount tells the store sink of
+// the change it makes (storeSink.restoring): the revision it brings back
+// and that revision's text.
+type restore struct {
+	rev  index.RevID
+	text *revText
+}
+
+// restoreOf returns the restore of revision rev, whose text the restore
+// writes from text. The sink gets a copy of text's fields: the restore
+// closes text when it returns, which may be while the sink still
+// compares the live file with it (a restore whose wait was cut short);
+// a closed file then fails the compare, and the copy's bytes stay.
+func restoreOf(rev index.RevID, text *revText) restore {
+	c := *text
+	return restore{rev, &c}
+}
+
+// sameText reports whether a's first size bytes are text, compared a
+// MiB at a time; a read error is no match.
+func sameText(a io.ReaderAt, text *revText, size int64) bool {
+	if text.Size() != size {
+		return false
+	}
+	const block = 1 << 20
+	ba, bt := make([]byte, min(size, block)), make([]byte, min(size, block))
+	for off := int64(0); off < size; off += block {
+		n := min(size-off, block)
+		if _, err := a.ReadAt(ba[:n], off); err != nil && !(errors.Is(err, io.EOF) && off+n == size) {
+			return false
+		}
+		if _, err := text.ReadAt(bt[:n], off); err != nil && !(errors.Is(err, io.EOF) && off+n == size) {
+			return false
+		}
+		if !bytes.Equal(ba[:n], bt[:n]) {
+			return false
+		}
+	}
+	return true
 }

@@ -42,7 +42,7 @@ type storeSink struct {
 	// restoring holds the revision a file's next change restores (a
 	// restore writing through the mount): the second parent of the
 	// revision that records it.
-	restoring map[index.FileID]index.RevID
+	restoring map[index.FileID]restore
 	// adopting maps the live identity of a file a restore makes where a
 	// deleted file was to that file's store file: its first change
 	// continues that history (history_deleted.go).
@@ -84,7 +84,7 @@ type idsLog interface {
 
 // openStoreSink loads the id map of the store in dir.
 func openStoreSink(st *objstore.Store, path string, log *slog.Logger) (*storeSink, error) {
-	s := &storeSink{st: st, log: log, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}, restoring: map[index.FileID]index.RevID{}, adopting: map[fs.FileID]index.FileID{}, forked: map[fs.FileID]index.RevID{}, saveWindow: saveWindow,
+	s := &storeSink{st: st, log: log, ids: map[fs.FileID]index.FileID{}, last: map[index.FileID]index.RevID{}, known: map[index.FileID]int64{}, restoring: map[index.FileID]restore{}, adopting: map[fs.FileID]index.FileID{}, forked: map[fs.FileID]index.RevID{}, saveWindow: saveWindow,
 		live: filepath.Join(filepath.Dir(path), liveDir)}
 	if err := checkIDsKept(filepath.Dir(path)); err != nil {
 		return nil, err
@@ -213,6 +213,7 @@ type job struct {
 	gone  bool // the live file was removed before it could be opened
 
 	restoring bool        // the change restores revision p2: a fulltext put
+	restored  *revText    // p2's text, which the restore wrote (nil if not known)
 	live      *os.File    // the live file, reopened by open
 	read      *readSignal // signalled once put no longer reads the live file
 	// commit makes the put durable (objstore.PutNoWait,
@@ -286,10 +287,11 @@ func (s *storeSink) stage(c *fs.Change, continues fs.FileID) (*job, error) {
 		}
 	}
 	// A restore is a fulltext put, so that the store may dedup or delta
-	// it against the revision it brings back.
-	if restored, ok := s.restoring[j.fid]; ok && j.fid != 0 {
+	// it against the revision it brings back: a dedup of it, read no
+	// more, when the live file holds what the restore wrote (put).
+	if r, ok := s.restoring[j.fid]; ok && j.fid != 0 {
 		delete(s.restoring, j.fid)
-		j.restoring, j.p2, j.hints = true, restored, []index.RevID{restored}
+		j.restoring, j.p2, j.hints, j.restored = true, r.rev, []index.RevID{r.rev}, r.text
 	}
 	return j, nil
 }
@@ -392,7 +394,13 @@ func (s *storeSink) put(ctx context.Context, j *job) {
 		// signals only once it is stored, in finish: if the store refuses
 		// the delta, the whole live file is read after all.)
 		src := countingReader{live, &s.liveRead}
-		j.entry, j.commit, j.err = s.st.PutFrom(ctx, req, src, size, j.read.readDone)
+		if j.restored != nil && sameText(src, j.restored, size) {
+			// The live file holds what the restore wrote: a dedup of
+			// the revision it brought back.
+			j.entry, j.commit, j.err = s.st.PutSameNoWait(ctx, req, j.p2, src, size, j.read.readDone)
+		} else {
+			j.entry, j.commit, j.err = s.st.PutFrom(ctx, req, src, size, j.read.readDone)
+		}
 	}
 	if j.err != nil {
 		j.err = fmt.Errorf("%s: record revision: %w", c.Path, j.err)

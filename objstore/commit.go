@@ -158,6 +158,9 @@ func (s *Store) takeBack(b *batch, err error) error {
 	}
 	s.forget(b)
 	clear(s.files)
+	// Their revision numbers will be taken again, by other texts: a
+	// hash learned from one of them would be taken for theirs.
+	s.hashes.forgetAll()
 	return s.segs.rewind(tail)
 }
 

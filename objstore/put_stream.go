@@ -95,18 +95,29 @@ func (s *Store) dedupFrom(ctx context.Context, req PutRequest, src io.ReaderAt, 
 	if err != nil || ce.Hash != probe.Hash || ce.Size != probe.Size || ce.Seg != probe.Seg || ce.Off != probe.Off {
 		return index.Entry{}, nil, false, nil // moved or gone since (gc): put it whole
 	}
-	e, meta, err := s.nextEntry(&req, probe.Size, probe.Hash)
+	e, commit, err = s.appendDedup(&req, probe.Base, ce)
 	if err != nil {
 		return fail(err)
 	}
-	dedupOf(&e, probe.Base, ce)
+	return e, commit, true, nil
+}
+
+// appendDedup adds req's revision as a dedup of target (entry ce, which
+// has its own data and hash) and returns it with its commit. Called
+// with wmu held.
+func (s *Store) appendDedup(req *PutRequest, target index.RevID, ce index.Entry) (index.Entry, func() error, error) {
+	e, meta, err := s.nextEntry(req, ce.Size, ce.Hash)
+	if err != nil {
+		return index.Entry{}, nil, err
+	}
+	dedupOf(&e, target, ce)
 	meta.Revs++
-	named(meta, &req)
+	named(meta, req)
 	b := s.enqueue(e, *meta)
 	if e.Rev > 0 {
 		s.latest.remove(index.RevID{File: e.File, Rev: e.Rev - 1})
 	}
-	return e, func() error { return s.wait(b) }, true, nil
+	return e, func() error { return s.wait(b) }, nil
 }
 
 // keepIfSame is dedupFrom's PutRequest.SkipSame: it ends the put of

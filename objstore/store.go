@@ -54,6 +54,10 @@ type Store struct {
 	pmu         sync.RWMutex // pending (appended, not yet committed) entries
 	pending     map[index.RevID]index.Entry
 	pendingHash map[uint64][]index.RevID
+
+	// hashes holds the content hashes of deferred-hash revisions the
+	// store rebuilt (put_sameas.go).
+	hashes learnedHashes
 }
 
 // Open opens the store in dir, creating it if cfg.Create is set and dir is

@@ -153,14 +153,17 @@ func (s *Store) writeDeltaText(ctx context.Context, want index.RevID, e index.En
 	if err := f.Truncate(n); err != nil {
 		return true, err
 	}
-	if e.Flags&index.FlagHashDeferred != 0 {
-		return true, nil // the records' checksums vouch for it, as for Get
-	}
 	sum := xxhash.New()
 	if _, err := io.Copy(sum, io.NewSectionReader(f, 0, n)); err != nil {
 		return true, err
 	}
 	s.hashedBytes.Add(n)
+	if e.Flags&index.FlagHashDeferred != 0 {
+		// The records' checksums vouch for it, as for Get; its hash,
+		// now known, lets a restore of it be a dedup (PutSame).
+		s.hashes.learn(e.ID(), e.Size, sum.Sum64())
+		return true, nil
+	}
 	if sum.Sum64() != e.Hash {
 		return true, corrupt(want, &e, errors.New("content hash mismatch"))
 	}
