@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/mount"
 )
 
 // TestUmountBusy: umount of a mount with a file open in it fails with
@@ -117,4 +120,35 @@ func TestUmountFromInsideTheMount(t *testing.T) {
 		t.Fatalf("umount from inside: %v: %s", err, out)
 	}
 	p.wait(t)
+}
+
+// TestUmountBusyWithARestore: the mount's own process among the holders
+// (a restore writing the file it brings back through the mount point)
+// is named as a restore, not as "deltafs (pid N)", which read as the
+// mount refusing its own unmount; mountPID finds that process through
+// the store's lock.
+func TestUmountBusyWithARestore(t *testing.T) {
+	store, mnt := newMountDirs(t)
+	p := startMount(t, store, mnt)
+	self := p.Cmd.Process.Pid
+	if got := mountPID(mnt); got != self {
+		t.Fatalf("mountPID: %d, want the mount's %d", got, self)
+	}
+	own := mount.Holder{PID: self, Name: "deltafs", Files: 1}
+	vim := mount.Holder{PID: 4242, Name: "vim", Files: 1}
+	for _, c := range []struct {
+		hs        []mount.Holder
+		want, not string
+	}{
+		{[]mount.Holder{own}, "(a deltafs restore is writing a file in it): let the restore finish", "pid"},
+		{[]mount.Holder{own, vim}, "(in use by vim (pid 4242), and a deltafs restore writing a file in it)", fmt.Sprintf("pid %d", self)},
+		{[]mount.Holder{vim}, "(in use by vim (pid 4242)): close the files", "restore"},
+		{nil, "(in use by a process (see 'fuser -vm " + mnt + "'))", "restore"},
+	} {
+		err := busyMessage(mnt, c.hs, self)
+		if !errors.Is(err, mount.ErrBusy) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), c.not) {
+			t.Errorf("holders %v: %q; want it to say %q and not %q", c.hs, err, c.want, c.not)
+		}
+	}
+	p.stop(t, syscall.SIGTERM)
 }

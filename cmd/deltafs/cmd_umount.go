@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -153,11 +154,50 @@ func unmount(mnt string) error {
 
 // busyError says which processes keep the mount at mnt busy.
 func busyError(mnt string) error {
-	who := mount.DescribeHolders(mount.Holders(mnt))
-	if who == "" {
+	return busyMessage(mnt, mount.Holders(mnt), mountPID(mnt))
+}
+
+// busyMessage is busyError's message, given the holders of the mount at
+// mnt and the pid of its own process (0 if unknown). The mount process
+// itself holds the mount only while a restore writes the file it brings
+// back through the mount point (deltafs restore on a mounted store):
+// that holder is named as such, not as "deltafs (pid N)", which read as
+// the mount refusing its own unmount.
+func busyMessage(mnt string, hs []mount.Holder, self int) error {
+	restoring := false
+	others := hs[:0:0]
+	for _, h := range hs {
+		if self != 0 && h.PID == self {
+			restoring = true
+		} else {
+			others = append(others, h)
+		}
+	}
+	who := mount.DescribeHolders(others)
+	switch {
+	case restoring && who == "":
+		return fmt.Errorf("%s: %w (a deltafs restore is writing a file in it): let the restore finish, then unmount again", mnt, mount.ErrBusy)
+	case restoring:
+		return fmt.Errorf("%s: %w (in use by %s, and a deltafs restore writing a file in it): close the files open in it and leave it, let the restore finish, then unmount again", mnt, mount.ErrBusy, who)
+	case who == "":
 		who = "a process (see 'fuser -vm " + mnt + "')"
 	}
 	return fmt.Errorf("%s: %w (in use by %s): close the files open in it and leave it, then unmount again", mnt, mount.ErrBusy, who)
+}
+
+// mountPID returns the pid of the process serving the mount at mnt, as
+// its store's lock records it, or 0.
+func mountPID(mnt string) int {
+	store := mount.MountSource(mnt)
+	if store == "" {
+		return 0
+	}
+	var held *objstore.LockError
+	if !errors.As(objstore.Holder(store), &held) {
+		return 0
+	}
+	pid, _ := strconv.Atoi(held.PID)
+	return pid
 }
 
 // waitUnmounted waits a little for the unmount to show.
