@@ -3,6 +3,7 @@ package mount
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -62,6 +63,35 @@ func MountOf(dir string) (mnt string, isStore bool) {
 		}
 	}
 	return "", false
+}
+
+// Unmounting reports whether err says that a store is locked by a mount
+// process whose mount point no longer shows that mount: it has been
+// unmounted, and the process is recording what was pending before it
+// lets the store go (deltafs umount waits for that). mnt is where it was
+// mounted.
+func Unmounting(err error) (mnt string, ok bool) {
+	var held *objstore.LockError
+	if !errors.As(err, &held) {
+		return "", false
+	}
+	point, isMount := strings.CutPrefix(held.Holder, mountedOn)
+	if !isMount || MountSource(point) != "" || !sameMountNS(held.PID) {
+		return "", false
+	}
+	return point, true
+}
+
+// sameMountNS reports whether process pid sees the mounts this one sees:
+// a mount made in another mount namespace (a container's) is not in
+// this process's mountinfo, and is not unmounting for that.
+func sameMountNS(pid string) bool {
+	theirs, err := os.Readlink(filepath.Join("/proc", pid, "ns", "mnt"))
+	if err != nil || pid == "" {
+		return false
+	}
+	ours, err := os.Readlink("/proc/self/ns/mnt")
+	return err == nil && ours == theirs
 }
 
 // DetachDead lazily unmounts the deltafs mount on dir if its server is

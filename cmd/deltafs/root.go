@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/deltafs/deltafs/mount"
 	"github.com/spf13/cobra"
 )
 
@@ -74,6 +75,9 @@ func errorLine(cmd *cobra.Command, err error) string {
 		}
 	}
 	b.WriteString(strings.Join(lines, "; "))
+	if mnt, ok := mount.Unmounting(err); ok {
+		fmt.Fprintf(&b, ": it is unmounting from %s, and records what was pending before it lets the store go; try again once 'deltafs umount' returns", mnt)
+	}
 	if exitCode(err) == exitUsage && cmd != nil {
 		fmt.Fprintf(&b, " (see '%s --help')", cmd.CommandPath())
 	}
