@@ -148,9 +148,15 @@ func (t *connText) WriteTo(w io.Writer) (int64, error) {
 	if nl[0] != '\n' {
 		return 0, fmt.Errorf("control socket of %s: no newline after the answer", t.dir)
 	}
-	n, err := io.Copy(w, &socketReader{r: io.LimitReader(t.r, t.size), dir: t.dir})
+	sr := &socketReader{r: io.LimitReader(t.r, t.size), dir: t.dir}
+	n, err := io.Copy(w, sr)
 	if err == nil && n < t.size {
 		err = fmt.Errorf("control socket of %s: %w (%d of %d bytes)", t.dir, io.ErrUnexpectedEOF, n, t.size)
+		sr.failed = true
+	}
+	if sr.failed {
+		// Not the writer's failure: the mount's.
+		err = fmt.Errorf("%w: the mount stopped sending the revision (an unmount ends an answer not read within %s of its start; a read error is in the mount's log)", err, closeWriteGrace)
 	}
 	return n, err
 }
@@ -160,14 +166,16 @@ func (t *connText) Close() error { return t.conn.Close() }
 // socketReader names the control socket in its read errors, which an
 // io.Copy returns beside the writer's.
 type socketReader struct {
-	r   io.Reader
-	dir string
+	r      io.Reader
+	dir    string
+	failed bool // a read failed (set by Read)
 }
 
 func (s *socketReader) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
 	if err != nil && !errors.Is(err, io.EOF) {
 		err = fmt.Errorf("control socket of %s: %w", s.dir, err)
+		s.failed = true
 	}
 	return n, err
 }

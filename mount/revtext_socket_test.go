@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,8 +47,29 @@ func TestCatTextCutShortIsAnError(t *testing.T) {
 	_, text, err := remote{dir: dir}.Cat(context.Background(), Target{Path: "x"}, RevSpec{})
 	mustDo(t, err)
 	defer text.Close()
-	if n, err := text.WriteTo(io.Discard); !errors.Is(err, io.ErrUnexpectedEOF) || n != 4096 {
-		t.Fatalf("%d bytes, %v; want 4096 and an unexpected EOF", n, err)
+	if n, err := text.WriteTo(io.Discard); !errors.Is(err, io.ErrUnexpectedEOF) || n != 4096 || !strings.Contains(err.Error(), "the mount stopped sending the revision") {
+		t.Fatalf("%d bytes, %v; want 4096 and an unexpected EOF that says the mount stopped sending", n, err)
+	}
+}
+
+// failingWriter fails every write (a cat into a pipe whose reader left).
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+// TestCatWriterFailureIsNotTheMounts: a cat whose own output fails gets
+// that error, not one that blames the mount.
+func TestCatWriterFailureIsNotTheMounts(t *testing.T) {
+	dir := t.TempDir()
+	const size = 1 << 20
+	srv, err := serveControl(dir, uint32(os.Getuid()), catOnly{text: &revText{data: make([]byte, size), size: size}}, quiet())
+	mustDo(t, err)
+	defer srv.Close()
+	_, text, err := remote{dir: dir}.Cat(context.Background(), Target{Path: "x"}, RevSpec{})
+	mustDo(t, err)
+	defer text.Close()
+	if _, err := text.WriteTo(failingWriter{}); err == nil || err.Error() != "broken pipe" {
+		t.Fatalf("%v; want the writer's own error alone", err)
 	}
 }
 
@@ -71,8 +93,8 @@ func TestControlCloseCutsAStalledCat(t *testing.T) {
 	case <-time.After(closeWriteGrace + 10*time.Second):
 		t.Fatal("Close still waits for a cat nobody reads")
 	}
-	if n, err := text.WriteTo(io.Discard); err == nil || n >= size {
-		t.Fatalf("the stalled cat read %d of %d bytes, %v; want a short read and an error", n, size, err)
+	if n, err := text.WriteTo(io.Discard); err == nil || n >= size || !strings.Contains(err.Error(), "an unmount ends an answer not read within") {
+		t.Fatalf("the stalled cat read %d of %d bytes, %v; want a short read and an error that names the unmount's cut", n, size, err)
 	}
 }
 
