@@ -257,6 +257,19 @@ func VerifyOffline(ctx context.Context, st *objstore.Store, dir string, report f
 	if err != nil {
 		return r, err
 	}
+	lost, alone, err := lostIDs(dir, ids)
+	if err != nil {
+		return r, err
+	}
+	if lost != nil {
+		// One line for the cause, where each live file would be
+		// reported as never recorded with no word of why.
+		r.Live.Problems++
+		report(objstore.Problem{Kind: objstore.ProblemLive, Path: "live", Err: lost})
+		if alone {
+			return r, nil
+		}
+	}
 	journaled, err := journaledFiles(dir)
 	if err != nil {
 		return r, err
@@ -269,6 +282,28 @@ func VerifyOffline(ctx context.Context, st *objstore.Store, dir string, report f
 	}
 	r.Live, err = c.run(ctx)
 	return r, err
+}
+
+// lostIDs returns, as lost, why the live files of the store in dir are
+// not tied to their histories, if they are not: they lost their FileIDs
+// (a copy without extended attributes, idsKeptByCopy; alone: checking
+// each file would say nothing more), or live.ids maps none of them (lost
+// or emptied, lostMapping: verify lists each file after this line). err
+// is a failure to tell.
+func lostIDs(dir string, ids map[fs.FileID]index.FileID) (lost error, alone bool, err error) {
+	if err := idsKeptByCopy(dir, len(ids) > 0); errors.Is(err, errIDs) {
+		return err, true, nil
+	} else if err != nil {
+		return nil, false, err
+	}
+	if len(ids) > 0 {
+		return nil, false, nil
+	}
+	rel, err := lostMapping(dir, ids)
+	if err != nil || rel == "" {
+		return nil, false, err
+	}
+	return fmt.Errorf("%s: %w: it maps no history to live files a mount recorded (%s first, each listed below), which the pending journal does not name either: was it lost or emptied? Put back the live.ids of a copy or backup of the store", filepath.Join(dir, idsFile), errIDs, rel), false, nil
 }
 
 // verify checks the mounted store read-only, beside the mount's writers:

@@ -70,6 +70,14 @@ func TestLostIDsFileRefused(t *testing.T) {
 					t.Fatalf("%v changed the live tree: %q, was %q", args, now, live)
 				}
 			}
+			if damage.name != "garbage" {
+				// verify names the cause before the files it lists.
+				v := runBinary(t, nil, "verify", store)
+				first, _, _ := strings.Cut(v.stdout, "\n")
+				if v.code != exitProblems || !strings.Contains(first, "was it lost or emptied?") || strings.Count(v.stdout, "never recorded") != 3 {
+					t.Errorf("verify: exit %d, %q; want the cause first, then the 3 files", v.code, v.stdout)
+				}
+			}
 			if err := os.WriteFile(ids, saved, 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -141,6 +149,12 @@ func TestCopiedStoreRefused(t *testing.T) {
 			requireOneErrorLine(t, r, exitFailure, c.want)
 			if c.name == "no xattrs" {
 				requireOneErrorLine(t, refusedMount(t, copied, t.TempDir()), exitFailure, c.want)
+				// verify says why on one line, where it listed every
+				// live file as never recorded.
+				v := runBinary(t, nil, "verify", copied)
+				if v.code != exitProblems || strings.Count(v.stdout, c.want) != 1 || strings.Contains(v.stdout, "never recorded") || !strings.Contains(v.stdout, ": 1 problem") {
+					t.Errorf("verify of the copy: exit %d, %q; want exit %d and the one problem, its cause", v.code, v.stdout, exitProblems)
+				}
 			}
 			if l := runBinary(t, nil, "log", "--store", store, "a.txt"); l.code != exitOK || strings.Count(l.stdout, "\n") != 2 {
 				t.Fatalf("log of the original: %+v", l)
