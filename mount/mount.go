@@ -204,6 +204,9 @@ func open(store, mnt string, cfg Config, x *excluder) (*running, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d := st.Damage(); d != nil && cfg.Logger != nil {
+		cfg.Logger.Warn("the store is damaged; the mount goes on with what it holds", "err", d)
+	}
 	m := &running{st: st, mnt: mnt, store: store, x: x, closing: make(chan struct{})}
 	live := filepath.Join(store, liveDir)
 	var sink Sink = discardSink{} // a read-only mount changes nothing

@@ -99,6 +99,10 @@ func gcPlanLocked(ctx context.Context, dir string, opt GCOptions, lock *storeLoc
 		return GCReport{}, nil, err
 	}
 	defer s.closeKeepLock()
+	if err := s.damage; err != nil {
+		// It would fail at the first lost revision it rewrites.
+		return GCReport{}, nil, fmt.Errorf("objstore: gc: refused: %w", err)
+	}
 	plan, err := planGC(ctx, s, live, opt.Policy)
 	if err == nil && !opt.DryRun {
 		err = s.idx.RebuildHolds(ctx) // rows a build without them left stale (index/holds.go)

@@ -249,6 +249,10 @@ func newRepacker(ctx context.Context, dir string, opt RepackOptions, lock *store
 	if err != nil {
 		return nil, err
 	}
+	if err := live.damage; err != nil {
+		live.closeKeepLock()
+		return nil, fmt.Errorf("objstore: repack: refused: %w", err)
+	}
 	rp.live = live
 	// Hold rows a build without them left stale are rebuilt here, where
 	// the store is already read whole offline (index/holds.go).

@@ -299,10 +299,15 @@ func (s *segments) close() error {
 // tail.End in its segment and any later segment. Those bytes were appended
 // by puts whose index commit never happened (a crash between write and
 // commit), so nothing references them; a torn record is among them.
-func recoverTail(dir string, tail index.Tail, log func(msg string, args ...any)) error {
+//
+// A tail segment shorter than the committed tail (truncated behind the
+// store's back: its committed records are lost) is left as it is and
+// returned as damage (ErrSegmentShort): the records before its end
+// still read.
+func recoverTail(dir string, tail index.Tail, log func(msg string, args ...any)) (damage, err error) {
 	ns, err := listSegments(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, n := range ns {
 		path := filepath.Join(dir, segName(n))
@@ -310,37 +315,41 @@ func recoverTail(dir string, tail index.Tail, log func(msg string, args ...any))
 		case n > tail.Seg || tail.End == 0 && n == tail.Seg:
 			log("removing uncommitted segment", "segment", n)
 			if err := os.Remove(path); err != nil {
-				return fmt.Errorf("objstore: recover: %w", err)
+				return nil, fmt.Errorf("objstore: recover: %w", err)
 			}
 		case n == tail.Seg:
-			if err := truncateTo(path, int64(tail.End), log); err != nil {
-				return err
+			if damage, err = truncateTo(path, int64(tail.End), log); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return index.SyncDir(dir)
+	return damage, index.SyncDir(dir)
 }
 
-func truncateTo(path string, end int64, log func(msg string, args ...any)) error {
+// ErrSegmentShort is matched by the damage a writable open found
+// (Store.Damage): a segment shorter than the index says, whose records
+// past its end are lost.
+var ErrSegmentShort = errors.New("segment shorter than the committed tail")
+
+func truncateTo(path string, end int64, log func(msg string, args ...any)) (damage, err error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("objstore: recover: %w", err)
+		return nil, fmt.Errorf("objstore: recover: %w", err)
 	}
 	if st.Size() < end {
-		log("segment shorter than the committed tail", "path", path, "size", st.Size(), "tail", end)
-		return nil
+		return fmt.Errorf("%s: %w (%d of %d bytes): the revisions stored past its end are lost (deltafs verify lists them)", path, ErrSegmentShort, st.Size(), end), nil
 	}
 	if st.Size() == end {
-		return nil
+		return nil, nil
 	}
 	log("cutting uncommitted segment tail", "path", path, "bytes", st.Size()-end)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("objstore: recover: %w", err)
+		return nil, fmt.Errorf("objstore: recover: %w", err)
 	}
 	defer f.Close()
 	if err := f.Truncate(end); err != nil {
-		return fmt.Errorf("objstore: recover: %w", err)
+		return nil, fmt.Errorf("objstore: recover: %w", err)
 	}
-	return f.Sync()
+	return nil, f.Sync()
 }

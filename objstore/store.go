@@ -55,6 +55,9 @@ type Store struct {
 	pending     map[index.RevID]index.Entry
 	pendingHash map[uint64][]index.RevID
 
+	// damage is what a writable open found lost (Damage).
+	damage error
+
 	// hashes holds the content hashes of deferred-hash revisions the
 	// store rebuilt (put_sameas.go).
 	hashes learnedHashes
@@ -118,6 +121,12 @@ func recoverThenOpen(dir string, cfg Config, lock *storeLock) (*Store, error) {
 	return openLocked(dir, cfg, lock, false)
 }
 
+// Damage returns the damage the open found and left in place, or nil: a
+// segment shorter than the index says (ErrSegmentShort). The records
+// before the damage read as usual; verify lists the revisions lost. A
+// read-only open does not look.
+func (s *Store) Damage() error { return s.damage }
+
 func openLocked(dir string, cfg Config, lock *storeLock, created bool) (*Store, error) {
 	s := &Store{
 		dir: dir, cfg: cfg, caps: cfg.Caps(), log: cfg.Logger, lock: lock,
@@ -166,7 +175,7 @@ func (s *Store) init(segDir string, created bool) error {
 		return err
 	}
 	if !s.cfg.ReadOnly {
-		if err := recoverTail(segDir, tail, s.log.Warn); err != nil {
+		if s.damage, err = recoverTail(segDir, tail, s.log.Warn); err != nil {
 			return err
 		}
 	}
