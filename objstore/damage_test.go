@@ -3,9 +3,13 @@ package objstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/deltafs/deltafs/index"
 )
 
 // TestShortSegmentRefusedByGCAndRepack: a tail segment truncated behind
@@ -52,5 +56,37 @@ func TestShortSegmentRefusedByGCAndRepack(t *testing.T) {
 		if st, err := os.Stat(seg); err != nil || st.Size() != cut {
 			t.Fatalf("%s changed the segment: %v, %v", name, st.Size(), err)
 		}
+	}
+}
+
+// TestRepackNamesTheUnreadableRevision: a revision whose record is bad
+// fails a repack under its own name. Tried as a base for another file's
+// revision (a similar file, repacked beside it), it failed the repack of
+// that revision instead, which reads well (a review: "revision 0 of file
+// 6: revision 4 of file 5 unreadable"). The bad record is the newest of
+// a long history, so that the other file reaches it first.
+func TestRepackNamesTheUnreadableRevision(t *testing.T) {
+	ctx := context.Background()
+	s, dir := openNew(t, Config{})
+	a := mustNewFile(t, s, "x/notes")
+	text := bigMixed(9, 32<<10)
+	var last index.Entry
+	for i := range 300 {
+		text = append([]byte(nil), text...)
+		copy(text[i*64:], fmt.Sprintf("edit %d", i))
+		last = mustPut(t, s, PutRequest{File: a, P1: last.ID(), Data: text})
+	}
+	b := mustNewFile(t, s, "y/notes")
+	other := append([]byte(nil), text...)
+	copy(other[100:], "the other file")
+	mustPut(t, s, PutRequest{File: b, Data: other})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, filepath.Join(dir, "segments", segName(last.Seg)), int64(last.Off+recHeaderLen+2), 0x20)
+	_, err := Repack(ctx, dir, RepackOptions{Jobs: 2})
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Rev != last.ID() || !strings.HasPrefix(err.Error(), fmt.Sprintf("objstore: repack: revision %d of file %d:", last.Rev, last.File)) {
+		t.Fatalf("repack: %v; want it to fail on %v, the revision with the bad record", err, last.ID())
 	}
 }

@@ -217,6 +217,15 @@ func (rp *repacker) computeAll(ctx context.Context, cands []prepared, text []byt
 // encoded against.
 func (rp *repacker) computeOne(ctx context.Context, c *prepared, text []byte, cut int) error {
 	base, err := rp.live.fulltext(ctx, c.Base)
+	if errors.Is(err, ErrCorrupt) {
+		// A base that cannot be read is no base. It is another
+		// revision than the one repacked (whose text was read first):
+		// the repack fails on it when it comes to it, under its own
+		// name, or drops it (gc), where this failed the repack of a
+		// revision that reads well, naming the other (a review).
+		c.DeltaLen, c.payload = -1, nil
+		return nil
+	}
 	if err != nil {
 		return err
 	}
