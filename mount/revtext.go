@@ -21,7 +21,7 @@ type Text interface {
 	Close() error
 }
 
-// CatBytes is c.Cat with the text read into memory (cat --json, tests).
+// CatBytes is c.Cat with the text read into memory (tests).
 func CatBytes(ctx context.Context, c Controller, t Target, spec RevSpec) (FileRev, []byte, error) {
 	r, text, err := c.Cat(ctx, t, spec)
 	if err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/base64"
 	"fmt"
 	"io"
 
@@ -35,20 +37,15 @@ names file N.`,
 				return err
 			}
 			return t.run(cmd, args, true, func(c mount.Controller, target mount.Target) error {
-				if t.asJSON {
-					r, data, err := mount.CatBytes(cmd.Context(), c, target, spec)
-					if err != nil {
-						return err
-					}
-					t.noteDeleted(cmd, r.FileInfo)
-					return printJSON(cmd.OutOrStdout(), catJSON{FileRev: r, Data: data})
-				}
 				r, text, err := c.Cat(cmd.Context(), target, spec)
 				if err != nil {
 					return err
 				}
 				defer text.Close()
 				t.noteDeleted(cmd, r.FileInfo)
+				if t.asJSON {
+					return printCatJSON(stdoutWriter{cmd.OutOrStdout()}, r, text)
+				}
 				// A big revision is copied out as it is read (from the
 				// store's spill file or the control socket), never whole
 				// in memory.
@@ -63,6 +60,35 @@ names file N.`,
 	cmd.Flags().Int64Var(&rev, "rev", 0, "revision `N` (see 'deltafs log'); default: the newest")
 	cmd.Flags().StringVar(&snap, "snapshot", "", "the revision the snapshot `NAME` holds")
 	return cmd
+}
+
+// printCatJSON prints what printJSON prints of catJSON{r, text's
+// bytes}, the text streamed into its base64 as it is read: a big
+// revision is never whole in memory (it was, 1x its size and its base64
+// on top).
+func printCatJSON(w io.Writer, r mount.FileRev, text mount.Text) error {
+	var head bytes.Buffer
+	if err := printJSON(&head, catJSON{FileRev: r, Data: []byte{}}); err != nil {
+		return err
+	}
+	// data is the last field: its empty value is the last "" printed.
+	b := head.Bytes()
+	at := bytes.LastIndex(b, []byte(`""`))
+	if at < 0 {
+		return fmt.Errorf("cat --json: no data field in %q", b)
+	}
+	if _, err := w.Write(b[:at+1]); err != nil {
+		return err
+	}
+	enc := base64.NewEncoder(base64.StdEncoding, w)
+	if _, err := text.WriteTo(enc); err != nil {
+		return err
+	}
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	_, err := w.Write(b[at+1:])
+	return err
 }
 
 // stdoutWriter names stdout in its write errors, which a Text's WriteTo
