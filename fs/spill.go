@@ -3,14 +3,13 @@ package fs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"syscall"
 
+	"github.com/deltafs/deltafs/internal/spill"
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"golang.org/x/sys/unix"
 )
 
 // A read-only text of spillMin bytes or more (a big file's revision in
@@ -26,11 +25,8 @@ import (
 // mount's in-place writes, appends and truncations of a big file), the
 // text is written into the file a few MiB at a time; otherwise it is
 // rebuilt whole in memory first (objstore.Store.Get). Where the file system lacks room
-// (spillSlack beyond the text) or O_TMPFILE, the text stays in memory.
-const (
-	spillMin   = freeBigText
-	spillSlack = 1 << 30
-)
+// (spill.Slack beyond the text) or O_TMPFILE, the text stays in memory.
+const spillMin = freeBigText
 
 // spill returns the text in an unlinked file of dir, read with read and
 // written at the first open of the current opens (the caller counted
@@ -52,7 +48,7 @@ func (t *sharedText) spill(ctx context.Context, dir string, size uint64, read fu
 	if t.data == nil && write != nil {
 		// Written straight to the file, a few MiB at a time, where the
 		// store can (a fulltext): never whole in memory.
-		f, err := SpillText(ctx, dir, size, write)
+		f, err := spill.Text(ctx, dir, size, write)
 		if err != nil {
 			return nil, nil, err // the store's error
 		}
@@ -81,66 +77,9 @@ func (t *sharedText) spill(ctx context.Context, dir string, size uint64, read fu
 // holding it whole (ok), else writes nothing and reports !ok.
 type writeText func(ctx context.Context, w io.WriterAt) (ok bool, err error)
 
-// SpillText has write (objstore.Store.WriteText of a revision) write a
-// text of size bytes into a new unlinked file of dir, and returns that
-// file. It returns a nil file and no error where that cannot be done:
-// dir's file system has no room for the text and spillSlack more, or no
-// O_TMPFILE, or fails a write (a full disk), or the store cannot write
-// that revision without holding it whole; the caller then reads the
-// text into memory (objstore.Store.Get). err is the store's error (a
-// corrupt record, a wrong hash, ctx's end).
-func SpillText(ctx context.Context, dir string, size uint64, write func(context.Context, io.WriterAt) (bool, error)) (*os.File, error) {
-	f, err := openUnlinked(dir, size)
-	if err != nil {
-		return nil, nil
-	}
-	w := &spillWriter{f: f}
-	ok, err := write(ctx, w)
-	switch {
-	case ok && err == nil:
-		return f, nil
-	case ok && w.err == nil:
-		f.Close()
-		return nil, err
-	}
-	f.Close() // not such a revision, or the file failed
-	return nil, nil
-}
-
-// spillWriter is the spilled file for a writeText, noting the file's own
-// failure (a full disk) apart from the store's. It reads back and cuts
-// too (objstore.TextFile), so that a delta revision can be rebuilt in it.
-type spillWriter struct {
-	f   *os.File
-	err error
-}
-
-func (w *spillWriter) WriteAt(b []byte, off int64) (int, error) {
-	n, err := w.f.WriteAt(b, off)
-	return n, w.failed(err)
-}
-
-func (w *spillWriter) ReadAt(b []byte, off int64) (int, error) {
-	n, err := w.f.ReadAt(b, off)
-	if errors.Is(err, io.EOF) {
-		return n, err
-	}
-	return n, w.failed(err)
-}
-
-func (w *spillWriter) Truncate(size int64) error { return w.failed(w.f.Truncate(size)) }
-
-// failed notes err, the file's, if it is the first.
-func (w *spillWriter) failed(err error) error {
-	if err != nil && w.err == nil {
-		w.err = err
-	}
-	return err
-}
-
 // writeUnlinked writes b to a new unlinked file in dir.
 func writeUnlinked(dir string, b []byte) (*os.File, error) {
-	f, err := openUnlinked(dir, uint64(len(b)))
+	f, err := spill.Open(dir, uint64(len(b)))
 	if err != nil {
 		return nil, err
 	}
@@ -149,23 +88,6 @@ func writeUnlinked(dir string, b []byte) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// openUnlinked makes a new unlinked file in dir for a text of size
-// bytes, if dir's file system has room for it and spillSlack more.
-func openUnlinked(dir string, size uint64) (*os.File, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return nil, err
-	}
-	if avail := st.Bavail * uint64(st.Bsize); avail < size+spillSlack {
-		return nil, fmt.Errorf("%d bytes free, not enough room for %d", avail, size)
-	}
-	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	return os.NewFile(uintptr(fd), "spilled text"), nil
 }
 
 // spilledOpen opens the text t of a read-only node for a handle: spilled

@@ -8,8 +8,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/index"
+	"github.com/deltafs/deltafs/internal/spill"
 	"github.com/deltafs/deltafs/objstore"
 )
 
@@ -52,7 +52,7 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // textSpillMin is the size from which cat and restore have the store
 // write a revision into an unlinked file of the store's directory
 // instead of reading it into memory (as the mount's views do theirs:
-// fs.SpillText). An offline restore of a 128 MiB revision peaked at
+// spill.Text). An offline restore of a 128 MiB revision peaked at
 // 584 MB of RSS with the text, its sparse write and the put's compare
 // each holding it; a cat through a mount held it in the mount and in
 // the command, and sent it through the control socket as one buffer.
@@ -79,7 +79,7 @@ func (h *historian) text(ctx context.Context, id index.RevID, size uint64) (*rev
 // file is in st's directory.
 func readText(ctx context.Context, st *objstore.Store, id index.RevID, size uint64) (*revText, error) {
 	if size >= textSpillMin {
-		f, err := fs.SpillText(ctx, st.Dir(), size, func(ctx context.Context, w io.WriterAt) (bool, error) {
+		f, err := spill.Text(ctx, st.Dir(), size, func(ctx context.Context, w io.WriterAt) (bool, error) {
 			return st.WriteText(ctx, id, w)
 		})
 		if err != nil {
