@@ -27,6 +27,7 @@ type gcFlags struct {
 // newGCCmd builds "deltafs gc".
 func newGCCmd() *cobra.Command {
 	var fl gcFlags
+	var storeOf func(args []string) string
 	cmd := &cobra.Command{
 		Use:   "gc [flags] STORE",
 		Short: "Remove revisions that no snapshot and no live file needs, and their data",
@@ -58,9 +59,8 @@ terminal.`,
 		Example: `  deltafs gc ~/work.dfs
   deltafs gc --dry-run ~/work.dfs
   deltafs gc --keep-within 30d --json ~/work.dfs`,
-		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runGC(cmd, args[0], fl)
+			return runGC(cmd, storeOf(args), fl)
 		},
 	}
 	f := cmd.Flags()
@@ -70,6 +70,7 @@ terminal.`,
 	f.IntVar(&fl.opt.Repack.Jobs, "jobs", 0, "rewrite `N` files at once (default: the number of CPUs)")
 	f.Var(&fl.memory, "memory-limit", "bound the texts held in memory to `SIZE` (e.g. 512MiB); default: half the RAM")
 	f.BoolVar(&fl.json, "json", false, "print the report as JSON")
+	storeOf = storeFlag(cmd)
 	return cmd
 }
 

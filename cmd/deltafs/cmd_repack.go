@@ -28,6 +28,7 @@ type repackFlags struct {
 // newRepackCmd builds "deltafs repack".
 func newRepackCmd() *cobra.Command {
 	var fl repackFlags
+	var storeOf func(args []string) string
 	cmd := &cobra.Command{
 		Use:   "repack [flags] STORE",
 		Short: "Rewrite an unmounted store in its smallest form, choosing every delta base again",
@@ -53,9 +54,8 @@ does. A progress bar is shown when stderr is a terminal.`,
 		Example: `  deltafs repack ~/work.dfs
   deltafs repack --reuse=never --window 50 --max-chain 64 ~/work.dfs
   deltafs repack --memory-limit 2GiB --json ~/work.dfs`,
-		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRepack(cmd, args[0], fl)
+			return runRepack(cmd, storeOf(args), fl)
 		},
 	}
 	f := cmd.Flags()
@@ -67,6 +67,7 @@ does. A progress bar is shown when stderr is a terminal.`,
 	f.Var(&fl.memory, "memory-limit", "bound the texts held in memory to `SIZE` (e.g. 512MiB, 2G); default: half the RAM")
 	f.BoolVar(&fl.json, "json", false, "print the report as JSON")
 	_ = cmd.RegisterFlagCompletionFunc("reuse", cobra.FixedCompletions([]string{"auto", "never"}, cobra.ShellCompDirectiveNoFileComp))
+	storeOf = storeFlag(cmd)
 	return cmd
 }
 

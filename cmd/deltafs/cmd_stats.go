@@ -12,6 +12,7 @@ import (
 // newStatsCmd builds "deltafs stats".
 func newStatsCmd() *cobra.Command {
 	var asJSON bool
+	var storeOf func(args []string) string
 	cmd := &cobra.Command{
 		Use:   "stats STORE|PATH",
 		Short: "Show a store's files, revisions, snapshots, sizes and delta chains",
@@ -20,9 +21,8 @@ bytes (all revisions' sizes) against the bytes stored; delta chain
 lengths. A mounted store answers through its mount. With --json, scripts
 read at least files, revisions, snapshots, logical_bytes, stored_bytes
 and max_chain.`,
-		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withController(cmd, args[0], true, func(c mount.Controller) error {
+			return withController(cmd, storeOf(args), true, func(c mount.Controller) error {
 				st, err := c.Stats(cmd.Context())
 				if err != nil {
 					return err
@@ -32,6 +32,7 @@ and max_chain.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	storeOf = storeFlag(cmd)
 	return cmd
 }
 

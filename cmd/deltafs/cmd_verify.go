@@ -16,6 +16,7 @@ import (
 // newVerifyCmd builds "deltafs verify".
 func newVerifyCmd() *cobra.Command {
 	var asJSON bool
+	var storeOf func(args []string) string
 	cmd := &cobra.Command{
 		Use:   "verify [--json] STORE",
 		Short: "Check every revision, snapshot and live file of a store",
@@ -53,12 +54,12 @@ terminal.`,
 		Example: `  deltafs verify ~/work.dfs
   deltafs verify ~/work          # a mounted store, through its mount
   deltafs verify --json ~/work.dfs > report.json`,
-		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerify(cmd, args[0], asJSON)
+			return runVerify(cmd, storeOf(args), asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	storeOf = storeFlag(cmd)
 	return cmd
 }
 

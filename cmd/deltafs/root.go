@@ -158,3 +158,28 @@ func flagValueError(err error) error {
 	}
 	return errors.New(msg + why)
 }
+
+// storeFlag gives a command that takes STORE as its one argument (stats,
+// verify, gc, repack) the --store flag of the history commands too, so
+// that "deltafs stats --store S" works as "deltafs log --store S PATH"
+// does. Its Args accept the store either way, not both; storeOf returns
+// it.
+func storeFlag(cmd *cobra.Command) (storeOf func(args []string) string) {
+	var store string
+	cmd.Flags().StringVar(&store, "store", "", "the store `STORE`, instead of the argument (as log, cat and restore take it)")
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		switch {
+		case store != "" && len(args) > 0:
+			return usageErrorf("give the store as an argument or with --store, not both")
+		case store == "" && len(args) != 1:
+			return usageErrorf("expects 1 argument, got %d (the store, or give it with --store)", len(args))
+		}
+		return nil
+	}
+	return func(args []string) string {
+		if len(args) > 0 {
+			return args[0]
+		}
+		return store
+	}
+}
