@@ -21,17 +21,20 @@ const module = "github.com/deltafs/deltafs"
 //	                                objstore -> delta
 //
 // delta and index share the bottom layer, so neither imports the other
-// nor anything else of ours. Two directories sit outside the ladder:
+// nor anything else of ours; so does internal/spill (unlinked scratch
+// files for big texts, used by objstore, fs and mount). Each package
+// under internal/ is placed on its own. Two directories sit outside the ladder:
 // internal/testutil may be imported only by tests (and by bench), and
 // bench may import anything. A new top-level directory must be added
 // here before anything imports it.
 var layers = map[string]int{
-	"delta":    0,
-	"index":    0,
-	"objstore": 1,
-	"fs":       2,
-	"mount":    3,
-	"cmd":      4,
+	"delta":          0,
+	"index":          0,
+	"internal/spill": 0,
+	"objstore":       1,
+	"fs":             2,
+	"mount":          3,
+	"cmd":            4,
 }
 
 const (
@@ -40,13 +43,17 @@ const (
 )
 
 // topDir returns the part of a module-relative package path that decides
-// its place: "internal/testutil" for it and its subpackages, else the
-// first path element.
+// its place: "internal/testutil" for it and its subpackages, "internal/X"
+// for any other package under internal/, else the first path element.
 func topDir(rel string) string {
 	if rel == testutilDir || strings.HasPrefix(rel, testutilDir+"/") {
 		return testutilDir
 	}
-	first, _, _ := strings.Cut(rel, "/")
+	first, rest, _ := strings.Cut(rel, "/")
+	if first == "internal" && rest != "" {
+		second, _, _ := strings.Cut(rest, "/")
+		return first + "/" + second
+	}
 	return first
 }
 
@@ -130,6 +137,10 @@ func TestCheckImport(t *testing.T) {
 		{m("fs"), m("bench"), true, false},
 		{m("internal/testutil"), m("cmd/deltafs"), false, false},
 		{m("fs"), m("internal/newthing"), false, false},
+		{m("objstore"), m("internal/spill"), false, true},
+		{m("mount"), m("internal/spill"), false, true},
+		{m("internal/spill"), m("objstore"), false, false},
+		{m("internal/spill"), m("delta"), false, false},
 		{m("newthing"), m("delta"), false, false},
 	}
 	for _, tt := range tests {
