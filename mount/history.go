@@ -525,7 +525,7 @@ func writeSparse(f *os.File, src io.ReaderAt, size int64) error {
 // of the store with the same text is compared with it block by block, not
 // held whole).
 func (h *historian) putText(ctx context.Context, req objstore.PutRequest, text *revText) (index.Entry, error) {
-	e, commit, err := h.st.PutSameNoWait(ctx, req, req.P2, text, text.Size(), nil)
+	e, commit, err := h.st.PutSameNoWait(ctx, req, req.P2, text.gen, text, text.Size(), nil)
 	if err != nil {
 		return e, err
 	}

@@ -64,6 +64,7 @@ type revText struct {
 	f    *os.File
 	data []byte
 	size int64
+	gen  uint64 // the store's TakeBacks before the text was read (objstore.Store.PutSameNoWait)
 }
 
 // text returns the text of revision id, of size bytes (its entry's):
@@ -78,6 +79,7 @@ func (h *historian) text(ctx context.Context, id index.RevID, size uint64) (*rev
 // readText is historian.text for any user of st (textHash too); the
 // file is in st's directory.
 func readText(ctx context.Context, st *objstore.Store, id index.RevID, size uint64) (*revText, error) {
+	gen := st.TakeBacks()
 	if size >= textSpillMin {
 		f, err := spill.Text(ctx, st.Dir(), size, func(ctx context.Context, w io.WriterAt) (bool, error) {
 			return st.WriteText(ctx, id, w)
@@ -86,14 +88,14 @@ func readText(ctx context.Context, st *objstore.Store, id index.RevID, size uint
 			return nil, err
 		}
 		if f != nil {
-			return &revText{f: f, size: int64(size)}, nil
+			return &revText{f: f, size: int64(size), gen: gen}, nil
 		}
 	}
 	data, err := st.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return &revText{data: data, size: int64(len(data))}, nil
+	return &revText{data: data, size: int64(len(data)), gen: gen}, nil
 }
 
 func (t *revText) Size() int64 { return t.size }
@@ -199,7 +201,8 @@ func restoreOf(rev index.RevID, text *revText) restore {
 }
 
 // sameText reports whether a's first size bytes are text, compared a
-// MiB at a time; a read error is no match.
+// MiB at a time; a read error, or a short read (a file cut meanwhile),
+// is no match.
 func sameText(a io.ReaderAt, text *revText, size int64) bool {
 	if text.Size() != size {
 		return false
@@ -208,10 +211,10 @@ func sameText(a io.ReaderAt, text *revText, size int64) bool {
 	ba, bt := make([]byte, min(size, block)), make([]byte, min(size, block))
 	for off := int64(0); off < size; off += block {
 		n := min(size-off, block)
-		if _, err := a.ReadAt(ba[:n], off); err != nil && !(errors.Is(err, io.EOF) && off+n == size) {
+		if m, err := a.ReadAt(ba[:n], off); int64(m) != n || err != nil && !errors.Is(err, io.EOF) {
 			return false
 		}
-		if _, err := text.ReadAt(bt[:n], off); err != nil && !(errors.Is(err, io.EOF) && off+n == size) {
+		if m, err := text.ReadAt(bt[:n], off); int64(m) != n || err != nil && !errors.Is(err, io.EOF) {
 			return false
 		}
 		if !bytes.Equal(ba[:n], bt[:n]) {

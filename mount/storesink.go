@@ -397,7 +397,7 @@ func (s *storeSink) put(ctx context.Context, j *job) {
 		if j.restored != nil && sameText(src, j.restored, size) {
 			// The live file holds what the restore wrote: a dedup of
 			// the revision it brought back.
-			j.entry, j.commit, j.err = s.st.PutSameNoWait(ctx, req, j.p2, src, size, j.read.readDone)
+			j.entry, j.commit, j.err = s.st.PutSameNoWait(ctx, req, j.p2, j.restored.gen, src, size, j.read.readDone)
 		} else {
 			j.entry, j.commit, j.err = s.st.PutFrom(ctx, req, src, size, j.read.readDone)
 		}

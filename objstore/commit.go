@@ -159,7 +159,10 @@ func (s *Store) takeBack(b *batch, err error) error {
 	s.forget(b)
 	clear(s.files)
 	// Their revision numbers will be taken again, by other texts: a
-	// hash learned from one of them would be taken for theirs.
+	// hash learned from one of them would be taken for theirs, and a
+	// caller that read one of them must not take it for its successor
+	// (PutSameNoWait).
+	s.takenBack.Add(1)
 	s.hashes.forgetAll()
 	return s.segs.rewind(tail)
 }

@@ -57,6 +57,9 @@ type Store struct {
 
 	// damage is what a writable open found lost (Damage).
 	damage error
+	// takenBack counts the batches takeBack undid: their revision
+	// numbers are given out again, to other texts (TakeBacks).
+	takenBack atomic.Uint64
 
 	// hashes holds the content hashes of deferred-hash revisions the
 	// store rebuilt (put_sameas.go).

@@ -20,6 +20,7 @@ import (
 // two-base delta): the caller then uses Get. The records' checksums and
 // the text's hash are checked; w holds the text only when err is nil.
 func (s *Store) WriteText(ctx context.Context, id index.RevID, w io.WriterAt) (ok bool, err error) {
+	gen := s.takenBack.Load() // before the entry: see learnedHashes
 	e, err := s.entry(id)
 	if err != nil {
 		return false, fmt.Errorf("objstore: get %v: %w", id, err)
@@ -31,7 +32,7 @@ func (s *Store) WriteText(ctx context.Context, id index.RevID, w io.WriterAt) (o
 		return false, nil // (a hash set by a test is checked by Get's path)
 	}
 	if f, isFile := w.(TextFile); isFile && e.Kind != index.KindFull {
-		return s.writeDeltaText(ctx, id, e, f)
+		return s.writeDeltaText(ctx, id, e, f, gen)
 	}
 	if !chunkedFull(&e) {
 		return false, nil
@@ -87,7 +88,10 @@ type TextFile interface {
 // and one delta at a time, where Get held the whole text (and for a
 // delta that inserts, two). ok is false, with f part written, when a
 // record of the chain is none of those.
-func (s *Store) writeDeltaText(ctx context.Context, want index.RevID, e index.Entry, f TextFile) (bool, error) {
+//
+// gen is the store's count of take-backs before e was read: a hash of a
+// deferred-hash revision is learned only if no take-back came since.
+func (s *Store) writeDeltaText(ctx context.Context, want index.RevID, e index.Entry, f TextFile, gen uint64) (bool, error) {
 	chain, _, err := s.chain(want, e, caches{})
 	if errors.Is(err, errGraph) {
 		return false, nil
@@ -161,7 +165,7 @@ func (s *Store) writeDeltaText(ctx context.Context, want index.RevID, e index.En
 	if e.Flags&index.FlagHashDeferred != 0 {
 		// The records' checksums vouch for it, as for Get; its hash,
 		// now known, lets a restore of it be a dedup (PutSame).
-		s.hashes.learn(e.ID(), e.Size, sum.Sum64())
+		s.hashes.learn(e.ID(), e.Size, sum.Sum64(), func() bool { return s.takenBack.Load() == gen })
 		return true, nil
 	}
 	if sum.Sum64() != e.Hash {
