@@ -58,6 +58,85 @@ func TestShortSegmentRefusedByGCAndRepack(t *testing.T) {
 			t.Fatalf("%s changed the segment: %v, %v", name, st.Size(), err)
 		}
 	}
+	// A mount goes on and writes past the cut (a hole where the lost
+	// records were): the damage stays known to every later open, to gc
+	// and repack, and verify reports it beside the lost revision (a
+	// review found it gone after the next write).
+	s, err = Open(dir, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := mustNewFile(t, s, "g")
+	mustPut(t, s, PutRequest{File: g, Data: bigMixed(7, 64<<10)})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, ro := range []bool{false, true} {
+		s, err = Open(dir, Config{ReadOnly: ro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(s.Damage(), ErrSegmentShort) {
+			t.Errorf("open (read-only %v) after a write past the cut: Damage %v", ro, s.Damage())
+		}
+		s.Close()
+	}
+	if _, err := GC(ctx, dir, GCOptions{DryRun: true}); !errors.Is(err, ErrSegmentShort) {
+		t.Errorf("gc --dry-run after a write past the cut: %v", err)
+	}
+	s, err = Open(dir, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []ProblemKind
+	if _, err := s.VerifyAll(ctx, func(p Problem) { kinds = append(kinds, p.Kind) }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(kinds) < 2 || kinds[len(kinds)-1] != ProblemSegment || !errors.Is(s.Damage(), ErrSegmentShort) {
+		t.Errorf("verify of the damaged store: problems %v, damage %v; want the lost revision and the damage, kept", kinds, s.Damage())
+	}
+	s.Close()
+}
+
+// TestDamageClearedByACleanVerify: the mark of damage goes once the store
+// verifies clean (the cut segment put back from a copy).
+func TestDamageClearedByACleanVerify(t *testing.T) {
+	ctx := context.Background()
+	s, dir := openNew(t, Config{})
+	f := mustNewFile(t, s, "f")
+	last := mustPut(t, s, PutRequest{File: f, Data: bigMixed(4, 64<<10)})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, "segments", segName(last.Seg))
+	whole, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(seg, int64(last.Off)+10); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(dir, Config{}); err != nil || s.Damage() == nil {
+		t.Fatalf("open of the cut store: %v, damage %v", err, s.Damage())
+	}
+	s.Close()
+	if err := os.WriteFile(seg, whole, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(dir, Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Verify(ctx, func(p Problem) { t.Errorf("verify: %v", p) }); err != nil || n != 0 || s.Damage() != nil {
+		t.Errorf("verify of the mended store: %d problems, %v, damage %v", n, err, s.Damage())
+	}
+	s.Close()
+	if s, err = Open(dir, Config{}); err != nil || s.Damage() != nil {
+		t.Fatalf("open after the clean verify: %v, damage %v", err, s.Damage())
+	}
+	s.Close()
+	if _, err := GC(ctx, dir, GCOptions{DryRun: true}); err != nil {
+		t.Errorf("gc --dry-run of the mended store: %v", err)
+	}
 }
 
 // TestRepackNamesTheUnreadableRevision: a revision whose record is bad

@@ -326,11 +326,6 @@ func recoverTail(dir string, tail index.Tail, log func(msg string, args ...any))
 	return damage, index.SyncDir(dir)
 }
 
-// ErrSegmentShort is matched by the damage a writable open found
-// (Store.Damage): a segment shorter than the index says, whose records
-// past its end are lost.
-var ErrSegmentShort = errors.New("segment shorter than the committed tail")
-
 func truncateTo(path string, end int64, log func(msg string, args ...any)) (damage, err error) {
 	st, err := os.Stat(path)
 	if err != nil {

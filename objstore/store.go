@@ -124,10 +124,11 @@ func recoverThenOpen(dir string, cfg Config, lock *storeLock) (*Store, error) {
 	return openLocked(dir, cfg, lock, false)
 }
 
-// Damage returns the damage the open found and left in place, or nil: a
-// segment shorter than the index says (ErrSegmentShort). The records
-// before the damage read as usual; verify lists the revisions lost. A
-// read-only open does not look.
+// Damage returns the damage recorded in the store, or nil: a segment
+// found shorter than the index says (ErrSegmentShort), by this open or
+// an earlier one (damageFile). The records before the damage read as
+// usual; verify lists the revisions lost, and a verify that finds the
+// store clean clears the mark.
 func (s *Store) Damage() error { return s.damage }
 
 func openLocked(dir string, cfg Config, lock *storeLock, created bool) (*Store, error) {
@@ -178,9 +179,18 @@ func (s *Store) init(segDir string, created bool) error {
 		return err
 	}
 	if !s.cfg.ReadOnly {
-		if s.damage, err = recoverTail(segDir, tail, s.log.Warn); err != nil {
+		damage, err := recoverTail(segDir, tail, s.log.Warn)
+		if err != nil {
 			return err
 		}
+		if damage != nil {
+			if err := markDamage(s.dir, damage); err != nil {
+				return err
+			}
+		}
+	}
+	if s.damage, err = readDamage(s.dir); err != nil {
+		return err
 	}
 	s.segs = openSegments(segDir, s.cfg.SegmentSize, tail)
 	if s.enc, err = newEncoder(zstd.SpeedDefault, deltaWindow); err != nil {

@@ -94,6 +94,19 @@ func (s *Store) VerifyAll(ctx context.Context, report func(Problem), progress fu
 		v.progress = func(VerifyProgress) {}
 	}
 	err := v.run(ctx)
+	if d := s.Damage(); d != nil && err == nil {
+		// The mark of damage an open found (damage.go) goes once the
+		// store verifies clean (its segment put back); else it is one
+		// more line, saying where the lost revisions went.
+		if v.sum.Problems == 0 && !s.cfg.ReadOnly {
+			if cerr := s.clearDamage(); cerr != nil {
+				return v.sum, cerr
+			}
+			s.log.Info("the store verifies clean: the mark of damage an earlier open found is removed", "damage", d)
+		} else {
+			v.problem(Problem{Kind: ProblemSegment, Path: "segments", Err: d})
+		}
+	}
 	if v.sum.Unhashed > 0 {
 		s.log.Info("revisions stored from a delta alone have no content hash to compare: checked by their chain's record checksums and rebuild only",
 			"revisions", v.sum.Unhashed)
