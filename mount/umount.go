@@ -76,10 +76,31 @@ func Unmounting(err error) (mnt string, ok bool) {
 		return "", false
 	}
 	point, isMount := strings.CutPrefix(held.Holder, mountedOn)
-	if !isMount || MountSource(point) != "" || !sameMountNS(held.PID) {
+	if !isMount || MountSource(point) != "" || !sameMountNS(held.PID) || !holdsFile(held.PID, filepath.Join(held.Dir, "LOCK")) {
 		return "", false
 	}
 	return point, true
+}
+
+// holdsFile reports whether process pid, as this process sees it, has
+// the file at path open: the pid a store's lock records is its holder's
+// in its own pid namespace (a container's), where here it may name
+// another process altogether.
+func holdsFile(pid, path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil || pid == "" {
+		return false
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	fds, _ := os.ReadDir(filepath.Join("/proc", pid, "fd"))
+	for _, fd := range fds {
+		if readLink(filepath.Join("/proc", pid, "fd", fd.Name())) == abs {
+			return true
+		}
+	}
+	return false
 }
 
 // sameMountNS reports whether process pid sees the mounts this one sees:

@@ -144,6 +144,9 @@ func TestUmountBusyWithARestore(t *testing.T) {
 		{[]mount.Holder{own, vim}, "(in use by vim (pid 4242), and a deltafs restore writing a file in it)", fmt.Sprintf("pid %d", self)},
 		{[]mount.Holder{vim}, "(in use by vim (pid 4242)): close the files", "restore"},
 		{nil, "(in use by a process (see 'fuser -vm " + mnt + "'))", "restore"},
+		// The mount process with no file open there (started in the
+		// directory now under the mount): not a holder at all.
+		{[]mount.Holder{{PID: self, Name: "deltafs"}, vim}, "(in use by vim (pid 4242)): close the files", "deltafs"},
 	} {
 		err := busyMessage(mnt, c.hs, self)
 		if !errors.Is(err, mount.ErrBusy) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), c.not) {

@@ -167,9 +167,14 @@ func busyMessage(mnt string, hs []mount.Holder, self int) error {
 	restoring := false
 	others := hs[:0:0]
 	for _, h := range hs {
-		if self != 0 && h.PID == self {
+		switch {
+		case self != 0 && h.PID == self && h.Files > 0:
 			restoring = true
-		} else {
+		case self != 0 && h.PID == self:
+			// Its working directory is where the mount point now is
+			// (deltafs mount . in it): that is the directory under the
+			// mount, which keeps nothing busy.
+		default:
 			others = append(others, h)
 		}
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,14 +20,23 @@ func TestCommandsWhileUnmounting(t *testing.T) {
 	gone := t.TempDir() // where the mount was: no mount there now
 	for _, c := range []struct {
 		holder string
+		pid    string // written over the lock's pid, if set
 		hint   bool
 	}{
-		{"mounted on " + gone, true},
-		{"verify", false},
+		{"mounted on " + gone, "", true},
+		{"verify", "", false},
+		// A pid of another pid namespace (a container's mount) names
+		// another process here, which does not hold the lock file.
+		{"mounted on " + gone, "1", false},
 	} {
 		st, err := objstore.Open(store, objstore.Config{Holder: c.holder})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if c.pid != "" {
+			if err := os.WriteFile(filepath.Join(store, "LOCK"), []byte("pid "+c.pid+"\nholder "+c.holder+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, args := range [][]string{{"stats", store}, {"snapshot", "list", store}, {"log", "--store", store, "a.txt"}, {"gc", store}} {
 			r := runCLI(t, nil, args...)
