@@ -81,7 +81,9 @@ func (c *Change) Open() (*os.File, error) {
 		return kept, nil
 	}
 	if r.handle != nil {
-		fd, err := unix.OpenByHandleAt(r.dirFd, *r.handle, syscall.O_RDONLY|syscall.O_CLOEXEC)
+		fd, err := withNoAtime(syscall.O_RDONLY|syscall.O_CLOEXEC, func(flags int) (int, error) {
+			return unix.OpenByHandleAt(r.dirFd, *r.handle, flags)
+		})
 		if err == nil {
 			c.Content = os.NewFile(uintptr(fd), c.Path)
 			return c.Content, nil
@@ -100,9 +102,10 @@ func (c *Change) openByPath() (*os.File, error) {
 	if rel == "" {
 		rel = "."
 	}
-	how := unix.OpenHow{Flags: uint64(syscall.O_RDONLY | syscall.O_CLOEXEC | syscall.O_NOFOLLOW),
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH}
-	fd, err := unix.Openat2(c.ref.rootFd, rel, &how)
+	fd, err := withNoAtime(syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, func(flags int) (int, error) {
+		how := unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH}
+		return unix.Openat2(c.ref.rootFd, rel, &how)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open by path: %w", err)
 	}

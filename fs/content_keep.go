@@ -84,7 +84,9 @@ func (f *FS) keepRemoved(ctx context.Context, path string, ino uint64, id FileID
 		}
 		return f.errno("wait for recording", f.rec.Wait(ctx, id))
 	}
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+	fd, err := withNoAtime(syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, func(flags int) (int, error) {
+		return syscall.Open(path, flags, 0)
+	})
 	if err != nil {
 		f.log.Warn("cannot keep a removed file for its pending revision", "path", path, "err", err)
 		return 0

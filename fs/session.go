@@ -132,7 +132,7 @@ func (s *session) report(st *syscall.Stat_t, path string, fsync bool) Change {
 // /proc/self/fd link: it reaches the same inode whatever happens to its
 // name (and a writer's descriptor may be write-only).
 func reopen(fd int) *os.File {
-	f, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", fd))
+	f, err := OpenRead(fmt.Sprintf("/proc/self/fd/%d", fd), 0)
 	if err != nil {
 		return nil
 	}

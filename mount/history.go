@@ -428,7 +428,7 @@ func (h *historian) keepLiveChange(ctx context.Context, lf liveFile, fid index.F
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(lf.Path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := fs.OpenRead(lf.Path, unix.O_NOFOLLOW)
 	if err != nil {
 		return err
 	}

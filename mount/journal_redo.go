@@ -180,7 +180,7 @@ func liveID(p string) fs.FileID {
 // holds its content already; with trustStat, a stat that says the file
 // has not changed since that revision is taken at its word.
 func (r *redoer) redoFile(ctx context.Context, id fs.FileID, rel string, trustStat bool) error {
-	f, err := os.OpenFile(filepath.Join(r.live, rel), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := fs.OpenRead(filepath.Join(r.live, rel), unix.O_NOFOLLOW)
 	if errors.Is(err, iofs.ErrNotExist) || errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
 		return errMoved // moved or replaced since it was looked up
 	}

@@ -210,7 +210,7 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 // another file (it has a FileID, not id), whose content
 // must not become a revision of id's history.
 func openSame(path string, id fs.FileID) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := fs.OpenRead(path, syscall.O_NOFOLLOW|syscall.O_NONBLOCK)
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ESTALE) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP) {
 		return nil, fmt.Errorf("%w: %w", fs.ErrVanished, err)
 	}

@@ -360,7 +360,7 @@ func (r *redoer) sameHash(ctx context.Context, id fs.FileID, p string) bool {
 	if err != nil {
 		return false
 	}
-	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := fs.OpenRead(p, unix.O_NOFOLLOW)
 	if err != nil {
 		return false
 	}

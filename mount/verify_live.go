@@ -211,7 +211,7 @@ func continuedFiles(dir string) (map[fs.FileID]string, error) {
 
 // sameContent reports whether the file at p holds exactly want.
 func sameContent(p string, want *revText) (bool, error) {
-	f, err := os.Open(p)
+	f, err := fs.OpenRead(p, 0)
 	if err != nil {
 		return false, err
 	}
