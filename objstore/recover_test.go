@@ -57,7 +57,8 @@ func TestRecoverTornTail(t *testing.T) {
 }
 
 // TestSegmentShorterThanIndex: data lost under the committed tail (a disk
-// problem, not a crash) makes the affected revisions fail as corrupt.
+// problem, not a crash) makes the affected revisions fail as corrupt, and
+// verify reports the damage too.
 func TestSegmentShorterThanIndex(t *testing.T) {
 	s, dir := openNew(t, Config{})
 	r := rand.New(rand.NewPCG(33, 34))
@@ -81,9 +82,10 @@ func TestSegmentShorterThanIndex(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "revision 3 of file 1") {
 		t.Fatalf("get of truncated revision: %v", err)
 	}
+	// The lost revision, then the damage the open recorded (damage.go).
 	var bad []index.RevID
 	n, err := s2.Verify(context.Background(), func(p Problem) { bad = append(bad, p.Rev) })
-	if err != nil || n != 1 || bad[0] != last.ID() {
+	if err != nil || n != 2 || bad[0] != last.ID() || !bad[1].IsNull() {
 		t.Fatalf("verify: %d %v %v", n, bad, err)
 	}
 }
