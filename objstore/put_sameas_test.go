@@ -156,6 +156,40 @@ func refuseCommit(s *Store) {
 	s.cmu.Unlock()
 }
 
+// pendingEdit is a new store holding a big fulltext of file f and,
+// appended but not committed, an in-place write on it (its hash
+// deferred), with an empty file to rebuild texts in.
+type pendingEdit struct {
+	s            *Store
+	f            index.FileID
+	data, edited []byte
+	full, edit   index.Entry
+	commit       func() error
+	gen          uint64 // TakeBacks before the edit was put
+	r            *rand.Rand
+	out          *os.File
+}
+
+func newPendingEdit(t *testing.T) *pendingEdit {
+	t.Helper()
+	p := &pendingEdit{r: rand.New(rand.NewPCG(5, 5))}
+	p.s, _ = openNew(t, Config{})
+	p.f = mustNewFile(t, p.s, "big")
+	p.data = bigMixed(5, bigFull+2*chunkSize)
+	p.full = mustPut(t, p.s, PutRequest{File: p.f, Data: bytes.Clone(p.data)})
+	edited, d := inPlace(t, p.r, p.data, 4096)
+	p.edited, p.gen = edited, p.s.TakeBacks()
+	var err error
+	if p.edit, p.commit, err = p.s.PutDeltaNoWait(context.Background(), deltaOnly(p.f, p.full.ID(), d, len(edited))); err != nil {
+		t.Fatal(err)
+	}
+	if p.out, err = os.Create(filepath.Join(t.TempDir(), "text")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.out.Close() })
+	return p
+}
+
 // TestPutSameAfterTakeBack (a review): a revision read while pending and
 // then taken back has its number given to another text. A hash learned
 // from the first text while the take-back happened is not kept, and a
@@ -166,22 +200,9 @@ func refuseCommit(s *Store) {
 // not write).
 func TestPutSameAfterTakeBack(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openNew(t, Config{})
-	f := mustNewFile(t, s, "big")
-	data := bigMixed(5, bigFull+2*chunkSize)
-	full := mustPut(t, s, PutRequest{File: f, Data: bytes.Clone(data)})
-	r := rand.New(rand.NewPCG(5, 5))
-	oldX, d := inPlace(t, r, data, 4096)
-	gen := s.TakeBacks()
-	x, _, err := s.PutDeltaNoWait(ctx, deltaOnly(f, full.ID(), d, len(oldX)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	of, err := os.Create(filepath.Join(t.TempDir(), "text"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer of.Close()
+	p := newPendingEdit(t)
+	s, f, data, full, r, oldX, x, of := p.s, p.f, p.data, p.full, p.r, p.edited, p.edit, p.out
+	gen := p.gen
 	bf := &blockedHash{File: of, reached: make(chan struct{}), release: make(chan struct{})}
 	done := make(chan error)
 	go func() { _, err := s.WriteText(ctx, x.ID(), bf); done <- err }()
@@ -229,20 +250,8 @@ func TestPutSameAfterTakeBack(t *testing.T) {
 // a bad target until the next commit): the put reads its src instead.
 func TestPutSameOfAPendingTarget(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openNew(t, Config{})
-	f := mustNewFile(t, s, "big")
-	data := bigMixed(5, bigFull+2*chunkSize)
-	full := mustPut(t, s, PutRequest{File: f, Data: bytes.Clone(data)})
-	tx, d := inPlace(t, rand.New(rand.NewPCG(5, 5)), data, 4096)
-	te, tcommit, err := s.PutDeltaNoWait(ctx, deltaOnly(f, full.ID(), d, len(tx)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	of, err := os.Create(filepath.Join(t.TempDir(), "text"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer of.Close()
+	p := newPendingEdit(t)
+	s, f, tx, te, tcommit, of := p.s, p.f, p.edited, p.edit, p.commit, p.out
 	if ok, err := s.WriteText(ctx, te.ID(), of); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
