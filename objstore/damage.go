@@ -57,6 +57,8 @@ func (e *damageError) Unwrap() error { return ErrSegmentShort }
 // clearDamage removes the mark of damage from the store in dir: a verify
 // found it clean.
 func (s *Store) clearDamage() error {
+	s.damageMu.Lock()
+	defer s.damageMu.Unlock()
 	if s.damage == nil {
 		return nil
 	}

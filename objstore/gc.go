@@ -99,7 +99,7 @@ func gcPlanLocked(ctx context.Context, dir string, opt GCOptions, lock *storeLoc
 		return GCReport{}, nil, err
 	}
 	defer s.closeKeepLock()
-	if err := s.damage; err != nil {
+	if err := s.Damage(); err != nil {
 		// It would fail at the first lost revision it rewrites.
 		return GCReport{}, nil, fmt.Errorf("objstore: gc: refused: %w", err)
 	}

@@ -249,7 +249,7 @@ func newRepacker(ctx context.Context, dir string, opt RepackOptions, lock *store
 	if err != nil {
 		return nil, err
 	}
-	if err := live.damage; err != nil {
+	if err := live.Damage(); err != nil {
 		live.closeKeepLock()
 		return nil, fmt.Errorf("objstore: repack: refused: %w", err)
 	}

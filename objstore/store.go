@@ -55,8 +55,10 @@ type Store struct {
 	pending     map[index.RevID]index.Entry
 	pendingHash map[uint64][]index.RevID
 
-	// damage is what a writable open found lost (Damage).
-	damage error
+	// damage is the damage recorded in the store (Damage), under
+	// damageMu: two verifies through one mount may clear it at once.
+	damageMu sync.Mutex
+	damage   error
 	// takenBack counts the batches takeBack undid: their revision
 	// numbers are given out again, to other texts (TakeBacks).
 	takenBack atomic.Uint64
@@ -129,7 +131,11 @@ func recoverThenOpen(dir string, cfg Config, lock *storeLock) (*Store, error) {
 // an earlier one (damageFile). The records before the damage read as
 // usual; verify lists the revisions lost, and a verify that finds the
 // store clean clears the mark.
-func (s *Store) Damage() error { return s.damage }
+func (s *Store) Damage() error {
+	s.damageMu.Lock()
+	defer s.damageMu.Unlock()
+	return s.damage
+}
 
 func openLocked(dir string, cfg Config, lock *storeLock, created bool) (*Store, error) {
 	s := &Store{

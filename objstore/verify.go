@@ -98,13 +98,16 @@ func (s *Store) VerifyAll(ctx context.Context, report func(Problem), progress fu
 		// The mark of damage an open found (damage.go) goes once the
 		// store verifies clean (its segment put back); else it is one
 		// more line, saying where the lost revisions went.
-		if v.sum.Problems == 0 && !s.cfg.ReadOnly {
+		switch {
+		case v.sum.Problems > 0:
+			v.problem(Problem{Kind: ProblemSegment, Path: "segments", Err: d})
+		case s.cfg.ReadOnly:
+			s.log.Warn("the store verifies clean, but holds the mark of damage an earlier open found (STORE/"+damageFile+"): a verify of the store opened for writing removes it", "damage", d)
+		default:
 			if cerr := s.clearDamage(); cerr != nil {
 				return v.sum, cerr
 			}
 			s.log.Info("the store verifies clean: the mark of damage an earlier open found is removed", "damage", d)
-		} else {
-			v.problem(Problem{Kind: ProblemSegment, Path: "segments", Err: d})
 		}
 	}
 	if v.sum.Unhashed > 0 {
