@@ -42,10 +42,18 @@ names file N.`,
 					return err
 				}
 				defer text.Close()
-				t.noteDeleted(cmd, r.FileInfo)
 				if t.asJSON {
-					return printCatJSON(stdoutWriter{cmd.OutOrStdout()}, r, text)
+					// The note after the object: a cat cut off midway
+					// says one line, its error (stdout then holds the
+					// JSON as far as it got, as a plain cat holds the
+					// bytes).
+					if err := printCatJSON(stdoutWriter{cmd.OutOrStdout()}, r, text); err != nil {
+						return err
+					}
+					t.noteDeleted(cmd, r.FileInfo)
+					return nil
 				}
+				t.noteDeleted(cmd, r.FileInfo)
 				// A big revision is copied out as it is read (from the
 				// store's spill file or the control socket), never whole
 				// in memory.
