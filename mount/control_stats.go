@@ -23,6 +23,9 @@ type Stats struct {
 	Mounted      bool                   `json:"mounted"` // answered by a running mount
 	// InterruptedRepack is the bytes a killed repack left in STORE/repack.
 	InterruptedRepack int64 `json:"interrupted_repack_bytes"`
+	// Damage is the damage recorded in the store (objstore.Store.Damage:
+	// a segment found cut short), if any.
+	Damage string `json:"damage,omitempty"`
 }
 
 // StoreStats gathers Stats from an open store (it walks the index, not
@@ -40,10 +43,14 @@ func StoreStats(ctx context.Context, st *objstore.Store) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	return Stats{
+	out := Stats{
 		Files: s.Files, Revisions: s.Revisions, Snapshots: snaps,
 		LogicalBytes: s.LogicalBytes, StoredBytes: s.StoredBytes, SegmentBytes: s.SegmentBytes,
 		MaxChain: s.ChainMax, MeanChain: s.ChainMean, ChainHist: s.ChainHist, ByKind: s.ByKind,
 		InterruptedRepack: left,
-	}, nil
+	}
+	if d := st.Damage(); d != nil {
+		out.Damage = d.Error()
+	}
+	return out, nil
 }

@@ -61,5 +61,8 @@ delta chains  max %d, mean %.1f
 	if err == nil && st.InterruptedRepack > 0 {
 		_, err = fmt.Fprintf(w, "interrupted repack %d bytes in the store's repack/ (the next repack with the same options resumes it; any other discards it)\n", st.InterruptedRepack)
 	}
+	if err == nil && st.Damage != "" {
+		_, err = fmt.Fprintf(w, "damaged       %s (deltafs verify lists the revisions lost; gc and repack refuse)\n", st.Damage)
+	}
 	return err
 }

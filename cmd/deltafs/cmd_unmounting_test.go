@@ -51,3 +51,35 @@ func TestCommandsWhileUnmounting(t *testing.T) {
 		}
 	}
 }
+
+// TestDamagedStoreCLI: a store whose last segment was cut short is
+// refused by gc (one line, exit 1), which records the damage; stats then
+// shows it, in its text and its JSON, and verify exits 8.
+func TestDamagedStoreCLI(t *testing.T) {
+	store := makeStore(t, 2, 3)
+	segs, err := filepath.Glob(filepath.Join(store, "segments", "*.seg"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("segments: %v %v", segs, err)
+	}
+	last := segs[len(segs)-1]
+	st, err := os.Stat(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(last, st.Size()-100); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, nil, "gc", "--dry-run", store)
+	requireOneErrorLine(t, r, exitFailure, "segment shorter than the committed tail")
+	r = runCLI(t, nil, "stats", store)
+	if r.code != exitOK || !strings.Contains(r.stdout, "damaged       ") || !strings.Contains(r.stdout, "segment shorter than the committed tail") {
+		t.Errorf("stats: %+v", r)
+	}
+	r = runCLI(t, nil, "stats", "--json", store)
+	if r.code != exitOK || !strings.Contains(r.stdout, `"damage": "`) {
+		t.Errorf("stats --json: %+v", r)
+	}
+	if r := runCLI(t, nil, "verify", store); r.code != exitProblems {
+		t.Errorf("verify: %+v", r)
+	}
+}
