@@ -82,6 +82,27 @@ func under(path, mnt string) bool {
 	return path == mnt || strings.HasPrefix(path, mnt+"/")
 }
 
+// WithoutSelf returns hs as a message names them, self being the pid of
+// the mount's own process (the mount's shutdown: its own; deltafs
+// umount: the store lock's). That process holds a file in its
+// mount point only while a restore writes the revision it brings back
+// through it (named so, not "deltafs (pid N)", which read as the mount
+// waiting for itself); with no file open there it is no holder (its
+// working directory is the directory under the mount point).
+func WithoutSelf(hs []Holder, self int) []Holder {
+	out := hs[:0:0]
+	for _, h := range hs {
+		switch {
+		case h.PID != self:
+			out = append(out, h)
+		case h.Files > 0:
+			h.Name = "a deltafs restore"
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // DescribeHolders names the holders for a message: "sleep (pid 12), vim
 // (pid 40)", at most four and a count of the others; "" for none.
 func DescribeHolders(hs []Holder) string {

@@ -343,7 +343,7 @@ func (m *running) unmount(ctx context.Context, unmounted <-chan struct{}, cfg Co
 	default:
 	}
 	if err := m.server.Unmount(); err != nil {
-		busy := BusyMount{MountPoint: m.mnt, Holders: Holders(m.mnt), Wait: cfg.ShutdownTimeout}
+		busy := BusyMount{MountPoint: m.mnt, Holders: WithoutSelf(Holders(m.mnt), os.Getpid()), Wait: cfg.ShutdownTimeout}
 		if derr := detach(m.mnt); derr != nil {
 			return fmt.Errorf("unmount %s: %w (lazy detach: %w)", m.mnt, err, derr)
 		}

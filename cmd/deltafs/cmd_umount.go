@@ -166,15 +166,10 @@ func busyError(mnt string) error {
 func busyMessage(mnt string, hs []mount.Holder, self int) error {
 	restoring := false
 	others := hs[:0:0]
-	for _, h := range hs {
-		switch {
-		case self != 0 && h.PID == self && h.Files > 0:
+	for _, h := range mount.WithoutSelf(hs, self) {
+		if self != 0 && h.PID == self {
 			restoring = true
-		case self != 0 && h.PID == self:
-			// Its working directory is where the mount point now is
-			// (deltafs mount . in it): that is the directory under the
-			// mount, which keeps nothing busy.
-		default:
+		} else {
 			others = append(others, h)
 		}
 	}
