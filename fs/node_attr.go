@@ -73,7 +73,7 @@ func (n *Node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	switch {
 	case isHandle:
 		// the handle notes the size, or wraps the call itself (setattrOpen)
-		return n.LoopbackNode.Setattr(ctx, f, in, out)
+		return n.setattrLive(ctx, f, in, out)
 	case !hasSize:
 		return n.setattrMeta(ctx, f, in, out)
 	}
@@ -83,7 +83,7 @@ func (n *Node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if before == int64(sz) { // no byte changes: see sessionSetattr
 		return n.setattrMeta(ctx, f, in, out)
 	}
-	if errno := n.LoopbackNode.Setattr(ctx, f, in, out); errno != 0 {
+	if errno := n.setattrLive(ctx, f, in, out); errno != 0 {
 		return errno
 	}
 	if n.truncatedByPath(before, int64(sz)) {
@@ -97,7 +97,7 @@ func (n *Node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 // setattrMeta changes attributes by path with no byte of the file
 // changing (see sessionSetattr).
 func (n *Node) setattrMeta(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return n.sessionSetattr(out, func() syscall.Errno { return n.LoopbackNode.Setattr(ctx, f, in, out) })
+	return n.sessionSetattr(out, func() syscall.Errno { return n.setattrLive(ctx, f, in, out) })
 }
 
 // sessionSetattr runs setattr, which changes no byte of the file (a

@@ -21,7 +21,7 @@ func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if n.reserved(name) {
 		return nil, syscall.EEXIST
 	}
-	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	ch, errno := n.mkdirLive(ctx, name, mode, out)
 	if errno == 0 {
 		n.keepCallerMode(name, mode, out)
 		n.inheritGroup(name, out)
@@ -37,7 +37,7 @@ func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 	if n.reserved(name) {
 		return nil, syscall.EEXIST
 	}
-	ch, errno := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+	ch, errno := n.mknodLive(ctx, name, mode, rdev, out)
 	if errno == 0 {
 		n.keepCallerMode(name, mode, out)
 		n.inheritGroup(name, out)
@@ -106,7 +106,7 @@ func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if n.reserved(name) {
 		return nil, syscall.EEXIST
 	}
-	ch, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
+	ch, errno := n.symlinkLive(ctx, target, name, out)
 	if errno == 0 {
 		n.inheritGroup(name, out)
 		liveEntry(ch, out)
@@ -121,7 +121,7 @@ func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if n.reserved(name) {
 		return syscall.EPERM
 	}
-	if errno := n.LoopbackNode.Rmdir(ctx, name); errno != 0 {
+	if errno := n.unlinkLive(name, unix.AT_REMOVEDIR); errno != 0 {
 		return errno
 	}
 	n.touchChild(0)
@@ -161,7 +161,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	}
 	n.fsys.hold() // after the waits (freeze.go)
 	defer n.fsys.unhold()
-	if errno := n.LoopbackNode.Unlink(ctx, name); errno != 0 {
+	if errno := n.unlinkLive(name, 0); errno != 0 {
 		return errno
 	}
 	n.touchChild(ino)
@@ -215,7 +215,7 @@ func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
 	}
 	n.fsys.hold() // after the waits (freeze.go)
 	defer n.fsys.unhold()
-	if errno := n.LoopbackNode.Unlink(ctx, name); errno != 0 {
+	if errno := n.unlinkLive(name, 0); errno != 0 {
 		return errno
 	}
 	n.touchChild(ino)
@@ -277,7 +277,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	}
 	n.fsys.hold() // after the waits (freeze.go)
 	defer n.fsys.unhold()
-	if errno := n.LoopbackNode.Rename(ctx, name, newParent, newName, flags); errno != 0 {
+	if errno := n.renameLive(name, np, newName, flags); errno != 0 {
 		return errno
 	}
 	n.touchChild(fromIno)

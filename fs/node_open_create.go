@@ -33,7 +33,7 @@ func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	p := n.livePath()
 	if flags&syscall.O_TRUNC != 0 && !isWritable(flags) {
 		flags &^= syscall.O_TRUNC
-		if errno := n.truncateReadOnlyOpen(ctx, p); errno != 0 {
+		if errno := n.truncateReadOnlyOpen(ctx); errno != 0 {
 			return nil, 0, errno
 		}
 	}
@@ -139,10 +139,19 @@ func (n *Node) truncateOpened(ctx context.Context, fd int) syscall.Errno {
 // (Linux truncates then, with CAP_ATOMIC_O_TRUNC by our hand): a
 // read-only handle starts no write session, so the truncation is
 // reported as a truncate(2) by path is.
-func (n *Node) truncateReadOnlyOpen(ctx context.Context, p string) syscall.Errno {
+func (n *Node) truncateReadOnlyOpen(ctx context.Context) syscall.Errno {
+	// Through a descriptor opened with no symlink on the way, held from
+	// the stat to the truncation (safe_ops.go): by path, a symlink
+	// swapped in meanwhile made a root server truncate a file outside
+	// the tree (a review did so from an unprivileged account).
+	fd, err := n.openSelf()
+	if err != nil {
+		return 0 // the open reports a missing file (or the symlink)
+	}
+	defer syscall.Close(fd)
 	var st syscall.Stat_t
-	if err := syscall.Lstat(p, &st); err != nil || st.Size == 0 {
-		return 0 // the open reports a missing file
+	if err := syscall.Fstat(fd, &st); err != nil || st.Size == 0 || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return 0
 	}
 	n.dirtyingPath() // first: see truncateOpened
 	if errno := n.waitRecorded(ctx); errno != 0 {
@@ -150,7 +159,7 @@ func (n *Node) truncateReadOnlyOpen(ctx context.Context, p string) syscall.Errno
 	}
 	n.fsys.hold() // after the wait (freeze.go)
 	defer n.fsys.unhold()
-	if err := syscall.Truncate(p, 0); err != nil {
+	if err := syscall.Truncate(procFd(fd), 0); err != nil {
 		return n.fsys.errno("open", err)
 	}
 	n.truncatedByPath(st.Size, 0)

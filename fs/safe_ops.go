@@ -1,0 +1,175 @@
+package fs
+
+import (
+	"context"
+	"strconv"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// The live tree's changes, made through descriptors opened with no
+// symlink on the way (openLive), never by a path string the kernel
+// resolves again. go-fuse's loopback changes the backing tree by path:
+// with --allow-other, a user who swaps a symlink in for a file or one of
+// its directories between the kernel's lookup and the server's call made
+// a server running as root truncate, chmod, chown, remove or create
+// files outside the tree (a review truncated a root-owned file so, from
+// an unprivileged account). Here a change of a node goes through a
+// descriptor of it, and a change of a name through one of its directory
+// and the *at(2) call; a symlink met on the way is an error (ELOOP),
+// which only such a swap makes.
+
+// procFd is the path that reaches the file fd refers to itself: a path
+// syscall given it follows no symlink of the tree.
+func procFd(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// openSelf opens n with O_PATH and no symlink followed (n itself, if a
+// symlink, is opened as one).
+func (n *Node) openSelf() (int, error) {
+	rel := n.relPath()
+	if rel == "" && !n.isRoot() {
+		return -1, syscall.ENOENT // unlinked
+	}
+	return n.fsys.openLive(rel, unix.O_PATH, 0)
+}
+
+// openDir opens directory n with O_PATH, no symlink followed: the
+// directory the *at calls of a change of its entries are made in.
+func (n *Node) openDir() (int, error) {
+	rel := n.relPath()
+	if rel == "" && !n.isRoot() {
+		return -1, syscall.ENOENT // removed
+	}
+	return n.fsys.openLive(rel, unix.O_PATH|syscall.O_DIRECTORY, 0)
+}
+
+// setattrLive is go-fuse's LoopbackNode.Setattr through a descriptor of
+// the live file when the call carries no handle (see above): chmod,
+// chown, truncate and utimens in that order, then its attributes.
+func (n *Node) setattrLive(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if fsa, ok := f.(gofs.FileSetattrer); ok && fsa != nil {
+		return n.LoopbackNode.Setattr(ctx, f, in, out)
+	}
+	fd, err := n.openSelf()
+	if err != nil {
+		return gofs.ToErrno(err)
+	}
+	defer syscall.Close(fd)
+	p := procFd(fd)
+	if m, ok := in.GetMode(); ok {
+		if err := syscall.Chmod(p, m); err != nil {
+			return gofs.ToErrno(err)
+		}
+	}
+	uid, uok := in.GetUID()
+	gid, gok := in.GetGID()
+	if uok || gok {
+		suid, sgid := -1, -1
+		if uok {
+			suid = int(uid)
+		}
+		if gok {
+			sgid = int(gid)
+		}
+		if err := unix.Fchownat(fd, "", suid, sgid, unix.AT_EMPTY_PATH); err != nil {
+			return gofs.ToErrno(err)
+		}
+	}
+	if sz, ok := in.GetSize(); ok { // before the times: a truncation moves the mtime
+		if err := syscall.Truncate(p, int64(sz)); err != nil {
+			return gofs.ToErrno(err)
+		}
+	}
+	mtime, mok := in.GetMTime()
+	atime, aok := in.GetATime()
+	if mok || aok {
+		ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
+		var err error
+		if aok {
+			if ts[0], err = unix.TimeToTimespec(atime); err != nil {
+				return gofs.ToErrno(err)
+			}
+		}
+		if mok {
+			if ts[1], err = unix.TimeToTimespec(mtime); err != nil {
+				return gofs.ToErrno(err)
+			}
+		}
+		if err := unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH); err != nil {
+			return gofs.ToErrno(err)
+		}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return gofs.ToErrno(err)
+	}
+	out.FromStat(&st)
+	return 0
+}
+
+// unlinkLive removes name from directory n (flags: unix.AT_REMOVEDIR for
+// a directory).
+func (n *Node) unlinkLive(name string, flags int) syscall.Errno {
+	dfd, err := n.openDir()
+	if err != nil {
+		return gofs.ToErrno(err)
+	}
+	defer syscall.Close(dfd)
+	return gofs.ToErrno(unix.Unlinkat(dfd, name, flags))
+}
+
+// renameLive renames name in n to newName in np (renameat2 flags).
+func (n *Node) renameLive(name string, np *Node, newName string, flags uint32) syscall.Errno {
+	from, err := n.openDir()
+	if err != nil {
+		return gofs.ToErrno(err)
+	}
+	defer syscall.Close(from)
+	to, err := np.openDir()
+	if err != nil {
+		return gofs.ToErrno(err)
+	}
+	defer syscall.Close(to)
+	return gofs.ToErrno(unix.Renameat2(from, name, to, newName, uint(flags)))
+}
+
+// makeLive makes name in directory n with mk (mkdirat, mknodat or
+// symlinkat on n's descriptor), gives it to its caller as go-fuse's
+// loopback does for a server run as root, and looks it up. undo removes
+// it should the lookup fail.
+func (n *Node) makeLive(ctx context.Context, name string, out *fuse.EntryOut, mk func(dfd int) error, undo int) (*gofs.Inode, syscall.Errno) {
+	dfd, err := n.openDir()
+	if err != nil {
+		return nil, gofs.ToErrno(err)
+	}
+	defer syscall.Close(dfd)
+	if err := mk(dfd); err != nil {
+		return nil, gofs.ToErrno(err)
+	}
+	if caller, ok := fuse.FromContext(ctx); ok && serverUID == 0 {
+		_ = unix.Fchownat(dfd, name, int(caller.Uid), int(caller.Gid), unix.AT_SYMLINK_NOFOLLOW)
+	}
+	ch, errno := n.LoopbackNode.Lookup(ctx, name, out)
+	if errno != 0 {
+		_ = unix.Unlinkat(dfd, name, undo)
+	}
+	return ch, errno
+}
+
+// mkdirLive is go-fuse's LoopbackNode.Mkdir through n's descriptor.
+func (n *Node) mkdirLive(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return n.makeLive(ctx, name, out, func(dfd int) error { return unix.Mkdirat(dfd, name, mode) }, unix.AT_REMOVEDIR)
+}
+
+// mknodLive is go-fuse's LoopbackNode.Mknod through n's descriptor.
+func (n *Node) mknodLive(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return n.makeLive(ctx, name, out, func(dfd int) error { return unix.Mknodat(dfd, name, mode, int(rdev)) }, 0)
+}
+
+// symlinkLive is go-fuse's LoopbackNode.Symlink through n's descriptor.
+func (n *Node) symlinkLive(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return n.makeLive(ctx, name, out, func(dfd int) error { return unix.Symlinkat(target, dfd, name) }, 0)
+}
