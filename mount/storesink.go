@@ -239,6 +239,11 @@ func (j *job) durable() {
 // file's history is bound to that file's store identity now.
 func (s *storeSink) stage(c *fs.Change, continues fs.FileID) (*job, error) {
 	if c.Size > maxRecordBytes {
+		// Bytes changed unrecorded: the next report's written ranges
+		// must not be taken against the last revision, which lacks them.
+		if fid := s.ids[c.ID]; fid != 0 {
+			delete(s.known, fid)
+		}
 		return nil, fmt.Errorf("%s: %d bytes, more than the %d a revision may have; change not recorded: %w", c.Path, c.Size, int64(maxRecordBytes), errTooLarge)
 	}
 	j := &job{c: c}
