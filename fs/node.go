@@ -36,6 +36,9 @@ type Node struct {
 	writers                        int      // open writable handles, of either mode
 	sess                           *session // set while writers > 0 or a change is pending
 	reported                       FileID   // id of the last Change reported, zero if none
+	// wholeNext: the last session had an in-place passthrough writer
+	// (see session.ptInPlace), so the next one reports the file whole.
+	wholeNext bool
 	// dirtied is set once the session's Recorder.Dirtied is called, so
 	// that later writes skip n.mu (see dirtying.go).
 	dirtied atomic.Bool

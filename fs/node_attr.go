@@ -140,6 +140,7 @@ func (n *Node) truncatedByPath(old, size int64) (assigned bool) {
 	defer syscall.Close(fd)
 	s, assigned := newSession(fd, false, nil, FileID{})
 	s.kept, s.changed = min(old, size), true
+	s.whole, n.wholeNext = n.wholeNext, false // see session.ptInPlace
 	c := s.report(fstat(fd), n.relPath(), false)
 	n.fsys.attachContent(&c, fd)
 	n.fsys.rec.Changed(c)

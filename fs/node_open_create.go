@@ -369,12 +369,17 @@ func (n *Node) joinSession(fd int, created *syscall.Stat_t, id FileID, pt bool, 
 		if assigned {
 			_ = n.NotifyContent(-1, 0) // the kernel's ctime (attributes only)
 		}
+		if n.wholeNext && created == nil {
+			n.sess.whole = true // see session.ptInPlace
+		}
+		n.wholeNext = false
 	}
 	if truncFrom > 0 {
 		n.sess.truncated(0)
 	}
 	if pt {
 		n.sess.whole = true
+		n.sess.ptInPlace = n.sess.ptInPlace || created == nil && truncFrom < 0
 		n.dirtyingLocked() // its writes bypass us
 	}
 }
@@ -403,6 +408,7 @@ func (n *Node) released(fd int, passthrough, writable bool) {
 	if n.writers > 0 || n.sess == nil {
 		return
 	}
+	n.wholeNext = n.sess.ptInPlace
 	if !n.report(fd, false) {
 		if n.dirtied.Load() {
 			n.undirtied(n.sess.id) // a passthrough writer that wrote nothing

@@ -13,15 +13,27 @@ import (
 // to the Recorder at the last writable close (or at fsync, which starts
 // the next one at once).
 type session struct {
-	id      FileID
-	ino     uint64
-	dirty   rangeSet
-	kept    int64 // see Change.Kept
-	whole   bool  // a passthrough writer was open: ranges unknown
-	created bool
-	changed bool
-	sources []FileRef
-	uid     uint32 // the file's owner at the last report
+	id    FileID
+	ino   uint64
+	dirty rangeSet
+	kept  int64 // see Change.Kept
+	whole bool  // a passthrough writer was open: ranges unknown
+	// ptInPlace: a passthrough writer that did not start the file over
+	// (no create, no O_TRUNC: one opened while another handle held the
+	// inode in passthrough mode) was open. The kernel maps such a file's
+	// live file itself, and a shared mapping kept past the close goes on
+	// writing to it with no request reaching us, into pages no stat
+	// shows moved (a write into a page dirtied before the close moves no
+	// mtime): the file's next session reports it whole (a review lost
+	// such bytes for good, the next session's ranges taken on a revision
+	// without them). A writer that started the file over keeps the next
+	// session's ranges (an untar's, a build's new files: the next
+	// change of a big file costs its ranges, not the file).
+	ptInPlace bool
+	created   bool
+	changed   bool
+	sources   []FileRef
+	uid       uint32 // the file's owner at the last report
 
 	// baseline is the size and mtime when the session (re)started; a
 	// passthrough writer changed the file if they moved.
