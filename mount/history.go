@@ -269,7 +269,7 @@ func (h *historian) restoreMounted(ctx context.Context, lf liveFile, fid index.F
 	before := h.ls.sink.prev(fid)
 	h.ls.sink.restoring[fid] = restoreOf(old, text)
 	h.ls.mu.Unlock()
-	werr := partly(rewrite(filepath.Join(h.mnt, filepath.FromSlash(lf.Rel)), text, text.Size(), true), lf, before)
+	werr := partly(rewrite(func() (*os.File, error) { return openSameBeneath(h.mnt, lf.Rel, lf.Ino) }, text, text.Size(), true), lf, before)
 	ferr := h.rec.Flush(ctx, lf.ID)
 	h.ls.mu.Lock()
 	delete(h.ls.sink.restoring, fid)
@@ -319,7 +319,7 @@ func (h *historian) restoreOffline(ctx context.Context, lf liveFile, fid index.F
 		return index.NullRev, fmt.Errorf("record the live file's unrecorded change first: %w", err)
 	}
 	prev := s.prev(fid)
-	if err := rewrite(lf.Path, text, text.Size(), false); err != nil {
+	if err := rewrite(h.openLiveFile(lf), text, text.Size(), false); err != nil {
 		return index.NullRev, partly(err, lf, prev)
 	}
 	e, err := h.putText(ctx, objstore.PutRequest{File: fid, P1: prev, P2: old, Hints: []index.RevID{old}, Name: lf.Rel}, text)
@@ -411,7 +411,7 @@ func (h *historian) putBack(ctx context.Context, lf liveFile, prev index.RevID) 
 		return err
 	}
 	defer text.Close()
-	return rewrite(lf.Path, text, text.Size(), false)
+	return rewrite(h.openLiveFile(lf), text, text.Size(), false)
 }
 
 // keepLiveChange records the content of the live file of an unmounted
@@ -464,8 +464,8 @@ func (h *historian) keepLiveChange(ctx context.Context, lf liveFile, fid index.F
 // set it fsyncs before closing: in a mount, fsync reports the change to
 // the recorder before it returns, where close(2) returns before the
 // kernel's release.
-func rewrite(p string, text io.ReaderAt, size int64, fsync bool) error {
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+func rewrite(open func() (*os.File, error), text io.ReaderAt, size int64, fsync bool) error {
+	f, err := open()
 	if err != nil {
 		return untouched{err}
 	}
@@ -474,6 +474,13 @@ func rewrite(p string, text io.ReaderAt, size int64, fsync bool) error {
 		werr = f.Sync()
 	}
 	return errors.Join(werr, f.Close())
+}
+
+// openLiveFile opens lf's live file in the store's live tree for an
+// offline restore's rewrite (openSameBeneath: no symlink a user of the
+// mount left in the tree is followed).
+func (h *historian) openLiveFile(lf liveFile) func() (*os.File, error) {
+	return func() (*os.File, error) { return openSameBeneath(filepath.Join(h.dir, liveDir), lf.Rel, lf.Ino) }
 }
 
 // sparseBlock is the unit writeSparse leaves a hole for: a file system

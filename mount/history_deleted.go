@@ -185,11 +185,11 @@ func (h *historian) restoreDeleted(ctx context.Context, lf liveFile, fid index.F
 // its live identity to fid before its change is recorded, and writes
 // text as restoreMounted does.
 func (h *historian) restoreDeletedMounted(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, text *revText) (index.RevID, error) {
-	p := filepath.Join(h.mnt, filepath.FromSlash(lf.Rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	// Beneath the mount point, no symlink followed (beneath.go).
+	if err := mkdirAllBeneath(h.mnt, path.Dir(lf.Rel), 0o755); err != nil {
 		return index.NullRev, err
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := openBeneath(h.mnt, lf.Rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return index.NullRev, err
 	}
@@ -198,7 +198,7 @@ func (h *historian) restoreDeletedMounted(ctx context.Context, lf liveFile, fid 
 		err = errors.New("the live file has no file id (no user xattrs?)")
 	}
 	if err != nil {
-		return index.NullRev, errors.Join(err, f.Close(), os.Remove(p))
+		return index.NullRev, errors.Join(err, removeBeneath(h.mnt, lf.Rel, f), f.Close())
 	}
 	s := h.ls.sink
 	h.ls.mu.Lock()
@@ -228,10 +228,11 @@ func (h *historian) restoreDeletedMounted(ctx context.Context, lf liveFile, fid 
 // restoreDeletedOffline creates the live file with a new live identity,
 // binds it to fid and records the revision itself.
 func (h *historian) restoreDeletedOffline(ctx context.Context, lf liveFile, fid index.FileID, old index.RevID, text *revText) (index.RevID, error) {
-	if err := os.MkdirAll(filepath.Dir(lf.Path), 0o755); err != nil {
+	live := filepath.Join(h.dir, liveDir)
+	if err := mkdirAllBeneath(live, path.Dir(lf.Rel), 0o755); err != nil {
 		return index.NullRev, err
 	}
-	f, err := os.OpenFile(lf.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := openBeneath(live, lf.Rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return index.NullRev, err
 	}
@@ -240,7 +241,10 @@ func (h *historian) restoreDeletedOffline(ctx context.Context, lf liveFile, fid 
 	if err == nil {
 		err = writeSparse(f, text, text.Size())
 	}
-	if err = errors.Join(err, f.Close()); err != nil {
+	if err != nil {
+		return index.NullRev, errors.Join(err, removeBeneath(live, lf.Rel, f), f.Close())
+	}
+	if err := f.Close(); err != nil {
 		return index.NullRev, errors.Join(err, os.Remove(lf.Path))
 	}
 	h.ls.mu.Lock()

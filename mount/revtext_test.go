@@ -94,7 +94,8 @@ func TestRestoreThatWroteNothingSaysSo(t *testing.T) {
 	lf := liveFile{Rel: "f"}
 	prev := index.RevID{File: 1, Rev: 6}
 	text := &revText{data: []byte("x"), size: 1}
-	err := partly(rewrite(filepath.Join(t.TempDir(), "gone", "f"), text, 1, false), lf, prev)
+	gone := func() (*os.File, error) { return openBeneath(filepath.Join(t.TempDir(), "gone"), "f", os.O_WRONLY, 0) }
+	err := partly(rewrite(gone, text, 1, false), lf, prev)
 	if err == nil || strings.Contains(err.Error(), "partly overwritten") {
 		t.Errorf("a rewrite that opened nothing: %v", err)
 	}

@@ -1,0 +1,97 @@
+package mount
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"errors"
+)
+
+// TestRestoreOfDeletedFileFollowsNoSymlink is a review's repro: a user
+// removes their directory k holding a file with history, makes k a
+// symlink to a directory outside the tree, and has root restore the
+// deleted file at k/sub/f. The restore must fail, making and writing
+// nothing outside; it made k's target's sub/ as root and wrote the
+// file there (then removed it by path, which a second swap could aim
+// at another file).
+func TestRestoreOfDeletedFileFollowsNoSymlink(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	outside := filepath.Join(t.TempDir(), "outside")
+	mustDo(t, os.Mkdir(outside, 0o755))
+	ctx := context.Background()
+	l := start(t, store)
+	mustDo(t, os.MkdirAll(l.mnt+"/k/sub", 0o755))
+	mustDo(t, os.WriteFile(l.mnt+"/k/sub/f", []byte("the user's content\n"), 0o644))
+	mustDo(t, os.Mkdir(l.mnt+"/.snapshots/a", 0o755))
+	mustDo(t, os.RemoveAll(l.mnt+"/k"))
+	mustDo(t, os.Symlink(outside, l.mnt+"/k"))
+	c := connect(t, l.mnt, false)
+	list := deletedPaths(t, c, "")
+	if len(list) != 1 {
+		t.Fatalf("deleted: %+v", list)
+	}
+	_, err := c.Restore(ctx, Target{File: list[0].File, Path: "k/sub/f"}, nil)
+	if err == nil {
+		t.Fatal("the restore through a symlinked directory succeeded")
+	}
+	if es, _ := os.ReadDir(outside); len(es) != 0 {
+		t.Fatalf("the restore made %d entries outside the tree (%s)", len(es), es[0].Name())
+	}
+	l.stop(t)
+	// Offline, the same through the store's live tree.
+	o, err := OpenOffline(store, false, quiet())
+	mustDo(t, err)
+	defer o.Close()
+	oc := o.Controller()
+	if _, err := oc.Restore(ctx, Target{File: list[0].File, Path: "k/sub/f"}, nil); err == nil {
+		t.Fatal("the offline restore through a symlinked directory succeeded")
+	}
+	if es, _ := os.ReadDir(outside); len(es) != 0 {
+		t.Fatalf("the offline restore made %d entries outside the tree", len(es))
+	}
+}
+
+// TestBeneathHelpers: opening, making and removing under a root refuse
+// a symlink on the way, and a rewrite refuses a file replaced since the
+// restore looked it up.
+func TestBeneathHelpers(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	mustDo(t, os.WriteFile(filepath.Join(outside, "f"), []byte("outside\n"), 0o644))
+	mustDo(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(root, "d", "f"), []byte("inside\n"), 0o644))
+	var st syscall.Stat_t
+	mustDo(t, syscall.Lstat(filepath.Join(root, "d", "f"), &st))
+	f, err := openSameBeneath(root, "d/f", st.Ino)
+	mustDo(t, err)
+	f.Close()
+	if _, err := openSameBeneath(root, "d/f", st.Ino+1); err == nil {
+		t.Error("openSameBeneath took another inode")
+	}
+	mustDo(t, os.Rename(filepath.Join(root, "d"), filepath.Join(root, "d.moved")))
+	mustDo(t, os.Symlink(outside, filepath.Join(root, "d")))
+	if _, err := openSameBeneath(root, "d/f", st.Ino); !errors.Is(err, syscall.ELOOP) {
+		t.Errorf("openSameBeneath through a symlink: %v, want ELOOP", err)
+	}
+	if err := mkdirAllBeneath(root, "d/new", 0o755); err == nil {
+		t.Error("mkdirAllBeneath through a symlink succeeded")
+	}
+	mine, err := openBeneath(root, "d.moved/f", os.O_RDONLY, 0)
+	mustDo(t, err)
+	defer mine.Close()
+	if err := removeBeneath(root, "d/f", mine); err == nil {
+		t.Error("removeBeneath through a symlink succeeded")
+	}
+	if b, err := os.ReadFile(filepath.Join(outside, "f")); err != nil || string(b) != "outside\n" {
+		t.Fatalf("outside f: %q, %v", b, err)
+	}
+	if es, _ := os.ReadDir(outside); len(es) != 1 {
+		t.Fatalf("outside holds %d entries", len(es))
+	}
+	mustDo(t, mkdirAllBeneath(root, "a/b/c", 0o755))
+	if fi, err := os.Stat(filepath.Join(root, "a/b/c")); err != nil || !fi.IsDir() {
+		t.Fatalf("mkdirAllBeneath: %v", err)
+	}
+}
