@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"golang.org/x/sys/unix"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -139,13 +140,22 @@ func (h *handle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, 
 }
 
 func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
-	return h.n.allocate(ctx, off, size, mode, h.lf.Allocate)
+	return h.n.allocate(ctx, h.fd, off, size, mode, h.lf.Allocate)
 }
 
-// allocate is a FALLOCATE through a handle of n; alloc applies it to the
-// live file.
-func (n *Node) allocate(ctx context.Context, off, size uint64, mode uint32,
+// allocate is a FALLOCATE through a handle of n on fd; alloc applies it
+// to the live file.
+func (n *Node) allocate(ctx context.Context, fd int, off, size uint64, mode uint32,
 	alloc func(context.Context, uint64, uint64, uint32) syscall.Errno) syscall.Errno {
+	if mode&unix.FALLOC_FL_KEEP_SIZE != 0 {
+		// Past the end with the size kept, no byte changes (blocks
+		// reserved, or a hole punched where the file has none): no
+		// change to record (a review found a revision the same as the
+		// one before).
+		if st := fstat(fd); st != nil && int64(off) >= st.Size {
+			return alloc(ctx, off, size, mode)
+		}
+	}
 	if errno := n.dirtying(ctx); errno != 0 {
 		return errno
 	}
@@ -200,5 +210,5 @@ func (h *passthroughHandle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out
 }
 
 func (h *passthroughHandle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
-	return h.n.allocate(ctx, off, size, mode, h.LoopbackFile.Allocate)
+	return h.n.allocate(ctx, h.fd, off, size, mode, h.LoopbackFile.Allocate)
 }

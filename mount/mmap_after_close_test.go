@@ -2,11 +2,15 @@ package mount
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestMappedWritesAfterAPassthroughCloseAreRecorded is a review's
@@ -52,6 +56,46 @@ func TestMappedWritesAfterAPassthroughCloseAreRecorded(t *testing.T) {
 	if got != string(want) {
 		t.Fatalf("the revision after the next change differs from the live file: K %v, L %v, z %v",
 			got[0:100] == string(want[0:100]), got[100:200] == string(want[100:200]), got[60000:60004] == "zzzz")
+	}
+	l.stop(t)
+	verifyClean(t, store)
+}
+
+// TestAllocationPastTheEndRecordsNothing: fallocate with the size kept,
+// entirely past the end of the file (a preallocation, or a hole punched
+// where the file has none), changes no byte and records no revision (a
+// review found one the same as the revision before); one inside the
+// file still does.
+func TestAllocationPastTheEndRecordsNothing(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	p := filepath.Join(l.mnt, "f")
+	mustDo(t, os.WriteFile(p, bytes.Repeat([]byte("x"), 64<<10), 0o644))
+	mustDo(t, os.Mkdir(filepath.Join(l.mnt, ".snapshots", "a"), 0o755))
+	time.Sleep(300 * time.Millisecond) // past a new file's grace (a change within it joins the first revision)
+	revs := func() int {
+		lg, err := connect(t, l.mnt, false).Log(context.Background(), Target{Path: "f"})
+		mustDo(t, err)
+		return len(lg.Revisions)
+	}
+	for _, mode := range []uint32{unix.FALLOC_FL_KEEP_SIZE, unix.FALLOC_FL_KEEP_SIZE | unix.FALLOC_FL_PUNCH_HOLE,
+		unix.FALLOC_FL_KEEP_SIZE | unix.FALLOC_FL_ZERO_RANGE} {
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		mustDo(t, err)
+		mustDo(t, unix.Fallocate(int(f.Fd()), mode, 1<<20, 1<<20))
+		mustDo(t, f.Close())
+		mustDo(t, os.Mkdir(filepath.Join(l.mnt, ".snapshots", fmt.Sprintf("m%d", mode)), 0o755))
+		if n := revs(); n != 1 {
+			t.Fatalf("fallocate mode %#x past the end: %d revisions, want 1", mode, n)
+		}
+	}
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	mustDo(t, err)
+	mustDo(t, unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE|unix.FALLOC_FL_PUNCH_HOLE, 4096, 8192))
+	mustDo(t, f.Close())
+	mustDo(t, os.Mkdir(filepath.Join(l.mnt, ".snapshots", "inside"), 0o755))
+	if n := revs(); n != 2 {
+		t.Fatalf("a hole punched inside the file: %d revisions, want 2", n)
 	}
 	l.stop(t)
 	verifyClean(t, store)
