@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"errors"
+	"golang.org/x/sys/unix"
 	"os"
 	"strings"
 	"sync"
@@ -50,19 +51,33 @@ var (
 	_ = (gofs.NodeRenamer)((*histFile)(nil))
 )
 
-// live returns the live file's path and status.
-func (f *histFile) live() (string, syscall.Stat_t, error) {
-	p := f.v.livePath(f.EmbeddedInode())
+// live returns the live file's status and FileID, both read through one
+// descriptor opened with no symlink on the way (safe_ops.go): two
+// lookups by path let a user who swapped files between them pair their
+// own file's owner with another's FileID, and read that file's history.
+func (f *histFile) live() (syscall.Stat_t, FileID, error) {
+	n := f.EmbeddedInode()
 	var st syscall.Stat_t
-	err := syscall.Lstat(p, &st)
-	if err == nil && st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		err = syscall.ENOENT // replaced by something without history
+	rel := "."
+	if n != f.v.root {
+		rel = n.Path(f.v.root)
 	}
-	return p, st, err
+	fd, err := f.v.fsys.openLive(rel, unix.O_PATH, 0)
+	if err != nil {
+		return st, FileID{}, err
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return st, FileID{}, err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return st, FileID{}, syscall.ENOENT // replaced by something without history
+	}
+	return st, pathFdID(fd), nil
 }
 
 func (f *histFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	_, st, err := f.live()
+	st, _, err := f.live()
 	if err != nil {
 		return toErrno(f.v.log, "history getattr", err)
 	}
@@ -75,11 +90,10 @@ func (f *histFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.At
 // node for any of them, and lets the kernel list them from its cache
 // when that holds this listing (history_cache.go).
 func (f *histFile) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	p, _, err := f.live()
+	_, id, err := f.live()
 	if err != nil {
 		return nil, 0, toErrno(f.v.log, "history list", err)
 	}
-	id := readID(p)
 	if id.IsZero() || f.v.hist == nil {
 		return &plainListHandle{listDir: listDir{ents: withDots(f.EmbeddedInode(), nil)}}, 0, 0 // never recorded
 	}
@@ -244,11 +258,10 @@ func (f *histFile) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	if !ok || f.v.hist == nil {
 		return nil, syscall.ENOENT
 	}
-	p, st, err := f.live()
+	st, id, err := f.live()
 	if err != nil {
 		return nil, toErrno(f.v.log, "history lookup", err)
 	}
-	id := readID(p)
 	if id.IsZero() {
 		return nil, syscall.ENOENT
 	}

@@ -145,7 +145,7 @@ func (n *Node) killPrivsFlagged(in *fuse.SetAttrIn, fd int) syscall.Errno {
 	if fd >= 0 {
 		return n.killPrivsFd(fd)
 	}
-	pfd, err := syscall.Open(n.livePath(), syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+	pfd, err := n.openSelfAs(syscall.O_RDONLY | syscall.O_NONBLOCK) // no symlink on the way (safe_ops.go)
 	if err != nil {
 		return n.fsys.errno("truncate: drop setuid", err)
 	}

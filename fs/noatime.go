@@ -3,6 +3,7 @@ package fs
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -32,5 +33,33 @@ func withNoAtime[T any](flags int, open func(flags int) (T, error)) (T, error) {
 func OpenRead(path string, more int) (*os.File, error) {
 	return withNoAtime(os.O_RDONLY|more, func(flags int) (*os.File, error) {
 		return os.OpenFile(path, flags, 0)
+	})
+}
+
+// OpenReadBeneath is OpenRead of rel (slash-separated) under the
+// directory root, with no symlink followed on the way nor at its end
+// (openat2 RESOLVE_NO_SYMLINKS|RESOLVE_BENEATH: ELOOP): a user of the
+// mount who swaps a symlink in for a directory of the live tree cannot
+// make the mount read a file outside it (into a revision of their own
+// file, which they may read back).
+func OpenReadBeneath(root, rel string, more int) (*os.File, error) {
+	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	defer unix.Close(rfd)
+	name := filepath.Join(root, filepath.FromSlash(rel))
+	return withNoAtime(os.O_RDONLY|more, func(flags int) (*os.File, error) {
+		how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC | unix.O_NOFOLLOW), Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH}
+		for {
+			fd, err := unix.Openat2(rfd, rel, &how)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				return nil, &os.PathError{Op: "open", Path: name, Err: err}
+			}
+			return os.NewFile(uintptr(fd), name), nil
+		}
 	})
 }

@@ -131,10 +131,9 @@ func (n *Node) truncatedByPath(old, size int64) (assigned bool) {
 		n.sess.truncated(size)
 		return false
 	}
-	p := n.livePath()
-	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+	fd, err := n.openSelfAs(syscall.O_RDONLY | syscall.O_NONBLOCK) // no symlink on the way (safe_ops.go)
 	if err != nil {
-		n.fsys.log.Warn("truncate: cannot open the live file to report it", "path", p, "err", err)
+		n.fsys.log.Warn("truncate: cannot open the live file to report it", "path", n.livePath(), "err", err)
 		return false
 	}
 	defer syscall.Close(fd)
@@ -164,11 +163,15 @@ func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 	if isOurXattr(attr) || attr == xattrCapability && n.noCap.Load() {
 		return 0, syscall.ENODATA
 	}
-	sz, errno := n.LoopbackNode.Getxattr(ctx, attr, dest)
+	var sz int
+	errno := gofs.ToErrno(n.inDir(func(p string) (err error) {
+		sz, err = unix.Lgetxattr(p, attr, dest)
+		return err
+	}))
 	if errno == syscall.ENODATA {
 		errno = absentXattr(attr)
 	}
-	return sz, errno
+	return uint32(sz), errno
 }
 
 // xattrSELinux is the attribute holding a file's SELinux label.
@@ -220,7 +223,7 @@ func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 	n.fsys.hold()
 	defer n.fsys.unhold()
 	defer n.touchSelf()
-	errno := n.LoopbackNode.Setxattr(ctx, attr, data, flags)
+	errno := gofs.ToErrno(n.inDir(func(p string) error { return unix.Lsetxattr(p, attr, data, int(flags)) }))
 	n.aclChanged(attr, errno)
 	return errno
 }
@@ -233,7 +236,7 @@ func (n *Node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	n.fsys.hold()
 	defer n.fsys.unhold()
 	defer n.touchSelf()
-	errno := n.LoopbackNode.Removexattr(ctx, attr)
+	errno := gofs.ToErrno(n.inDir(func(p string) error { return unix.Lremovexattr(p, attr) }))
 	n.aclChanged(attr, errno)
 	return errno
 }
@@ -257,13 +260,17 @@ const xattrACLAccess = "system.posix_acl_access"
 
 // Listxattr lists the live file's attributes but deltafs's own.
 func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	p := n.livePath()
-	sz, err := unix.Llistxattr(p, nil)
+	var buf []byte
+	var sz int
+	err := n.inDir(func(p string) (err error) {
+		if sz, err = unix.Llistxattr(p, nil); err != nil {
+			return err
+		}
+		buf = make([]byte, sz)
+		sz, err = unix.Llistxattr(p, buf)
+		return err
+	})
 	if err != nil {
-		return 0, n.fsys.errno("listxattr", err)
-	}
-	buf := make([]byte, sz)
-	if sz, err = unix.Llistxattr(p, buf); err != nil {
 		return 0, n.fsys.errno("listxattr", err)
 	}
 	list := listedTo(ctx, filterXattrs(buf[:sz]))

@@ -43,7 +43,7 @@ func (n *Node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 		n.inheritGroup(name, out)
 	}
 	if errno == 0 && mode&syscall.S_IFMT == syscall.S_IFREG {
-		giveIDBeforeReply(n.childPath(name), out)
+		n.giveIDBeforeReply(name, out)
 	}
 	if errno == 0 {
 		liveEntry(ch, out)
@@ -60,7 +60,7 @@ func (n *Node) keepCallerMode(name string, mode uint32, out *fuse.EntryOut) {
 		return
 	}
 	var st syscall.Stat_t
-	if syscall.Lstat(n.childPath(name), &st) == nil {
+	if n.childStat(name, &st) == nil {
 		out.Attr.FromStat(&st) // the chmod moved the ctime
 	} else {
 		out.Mode |= lost
@@ -71,31 +71,43 @@ func (n *Node) keepCallerMode(name string, mode uint32, out *fuse.EntryOut) {
 // chowns it to its caller, uid and gid), the group of n when n is a
 // setgid directory, as the kernel does for the caller.
 func (n *Node) inheritGroup(name string, out *fuse.EntryOut) {
-	var dir syscall.Stat_t
-	if serverUID != 0 || syscall.Lstat(n.livePath(), &dir) != nil || dir.Mode&syscall.S_ISGID == 0 || out.Gid == dir.Gid {
+	if serverUID != 0 {
 		return
 	}
-	p := n.childPath(name)
-	if syscall.Lchown(p, -1, int(dir.Gid)) != nil {
+	dfd, err := n.openDir() // no symlink on the way (safe_ops.go)
+	if err != nil {
+		return
+	}
+	defer syscall.Close(dfd)
+	var dir syscall.Stat_t
+	if syscall.Fstat(dfd, &dir) != nil || dir.Mode&syscall.S_ISGID == 0 || out.Gid == dir.Gid {
+		return
+	}
+	if unix.Fchownat(dfd, name, -1, int(dir.Gid), unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return
 	}
 	var st syscall.Stat_t
-	if syscall.Lstat(p, &st) == nil {
+	if lstatAt(dfd, name, &st) == nil {
 		out.FromStat(&st)
 	}
 }
 
-// giveIDBeforeReply gives the regular file Mknod just made at path its
+// giveIDBeforeReply gives the regular file Mknod just made, name in n, its
 // FileID, as Create does, and takes its attributes again for the reply:
 // the xattr moved its ctime, and a snapshot would otherwise give the ID
 // behind the kernel's back.
-func giveIDBeforeReply(path string, out *fuse.EntryOut) {
+func (n *Node) giveIDBeforeReply(name string, out *fuse.EntryOut) {
+	dfd, err := n.openDir() // no symlink on the way (safe_ops.go)
+	if err != nil {
+		return
+	}
+	defer syscall.Close(dfd)
 	id := NewFileID()
-	if unix.Lsetxattr(path, XattrID, id[:], unix.XATTR_CREATE) != nil {
+	if unix.Lsetxattr(procFd(dfd)+"/"+name, XattrID, id[:], unix.XATTR_CREATE) != nil {
 		return // no user xattrs here, or it has one
 	}
 	var st syscall.Stat_t
-	if syscall.Lstat(path, &st) == nil {
+	if lstatAt(dfd, name, &st) == nil {
 		out.FromStat(&st)
 	}
 }
@@ -235,7 +247,7 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	}
 	n.fsys.hold()
 	defer n.fsys.unhold()
-	ch, errno := n.LoopbackNode.Link(ctx, target, name, out)
+	ch, errno := n.linkLive(ctx, t, name, out)
 	if errno != 0 {
 		return nil, errno
 	}
@@ -243,7 +255,7 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	n.touchChild(t.liveIno())
 	t.touchSelf() // its link count shows in the directory holding it too
 	if !n.fsys.quiet {
-		n.fsys.rec.Linked(Link{Path: n.childRel(name), Target: t.relPath(), ID: readID(t.livePath())})
+		n.fsys.rec.Linked(Link{Path: n.childRel(name), Target: t.relPath(), ID: t.readIDSafe()})
 	}
 	return ch, 0
 }

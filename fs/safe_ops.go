@@ -2,8 +2,10 @@ package fs
 
 import (
 	"context"
+	"path"
 	"strconv"
 	"syscall"
+	"unsafe"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -137,10 +139,10 @@ func (n *Node) renameLive(name string, np *Node, newName string, flags uint32) s
 }
 
 // makeLive makes name in directory n with mk (mkdirat, mknodat or
-// symlinkat on n's descriptor), gives it to its caller as go-fuse's
-// loopback does for a server run as root, and looks it up. undo removes
-// it should the lookup fail.
-func (n *Node) makeLive(ctx context.Context, name string, out *fuse.EntryOut, mk func(dfd int) error, undo int) (*gofs.Inode, syscall.Errno) {
+// symlinkat on n's descriptor; or a link), gives a node it made (owned)
+// to its caller as go-fuse's loopback does for a server run as root, and
+// looks it up. undo removes it should the lookup fail.
+func (n *Node) makeLive(ctx context.Context, name string, out *fuse.EntryOut, mk func(dfd int) error, undo int, owned bool) (*gofs.Inode, syscall.Errno) {
 	dfd, err := n.openDir()
 	if err != nil {
 		return nil, gofs.ToErrno(err)
@@ -149,7 +151,7 @@ func (n *Node) makeLive(ctx context.Context, name string, out *fuse.EntryOut, mk
 	if err := mk(dfd); err != nil {
 		return nil, gofs.ToErrno(err)
 	}
-	if caller, ok := fuse.FromContext(ctx); ok && serverUID == 0 {
+	if caller, ok := fuse.FromContext(ctx); ok && owned && serverUID == 0 {
 		_ = unix.Fchownat(dfd, name, int(caller.Uid), int(caller.Gid), unix.AT_SYMLINK_NOFOLLOW)
 	}
 	ch, errno := n.LoopbackNode.Lookup(ctx, name, out)
@@ -161,15 +163,107 @@ func (n *Node) makeLive(ctx context.Context, name string, out *fuse.EntryOut, mk
 
 // mkdirLive is go-fuse's LoopbackNode.Mkdir through n's descriptor.
 func (n *Node) mkdirLive(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return n.makeLive(ctx, name, out, func(dfd int) error { return unix.Mkdirat(dfd, name, mode) }, unix.AT_REMOVEDIR)
+	return n.makeLive(ctx, name, out, func(dfd int) error { return unix.Mkdirat(dfd, name, mode) }, unix.AT_REMOVEDIR, true)
 }
 
 // mknodLive is go-fuse's LoopbackNode.Mknod through n's descriptor.
 func (n *Node) mknodLive(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return n.makeLive(ctx, name, out, func(dfd int) error { return unix.Mknodat(dfd, name, mode, int(rdev)) }, 0)
+	return n.makeLive(ctx, name, out, func(dfd int) error { return unix.Mknodat(dfd, name, mode, int(rdev)) }, 0, true)
 }
 
 // symlinkLive is go-fuse's LoopbackNode.Symlink through n's descriptor.
 func (n *Node) symlinkLive(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return n.makeLive(ctx, name, out, func(dfd int) error { return unix.Symlinkat(target, dfd, name) }, 0)
+	return n.makeLive(ctx, name, out, func(dfd int) error { return unix.Symlinkat(target, dfd, name) }, 0, true)
+}
+
+// inDir calls fn with a path that reaches n itself through a descriptor
+// of its directory opened with no symlink on the way
+// ("/proc/self/fd/D/NAME", or ".../D/." for the root): a call that
+// follows no final symlink (the l* calls, AT_SYMLINK_NOFOLLOW) then
+// acts on n, whatever was swapped in above it.
+func (n *Node) inDir(fn func(p string) error) error {
+	rel := n.relPath()
+	var dfd int
+	var err error
+	name := "."
+	switch {
+	case n.isRoot():
+		dfd, err = n.fsys.openLive(".", unix.O_PATH|syscall.O_DIRECTORY, 0)
+	case rel == "":
+		return syscall.ENOENT // unlinked
+	default:
+		dir := path.Dir(rel)
+		name = path.Base(rel)
+		dfd, err = n.fsys.openLive(dir, unix.O_PATH|syscall.O_DIRECTORY, 0)
+	}
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(dfd)
+	return fn(procFd(dfd) + "/" + name)
+}
+
+// linkLive is go-fuse's LoopbackNode.Link through descriptors: t's own
+// (linked through its /proc/self/fd link, which needs no capability,
+// where AT_EMPTY_PATH does) and n's.
+func (n *Node) linkLive(ctx context.Context, t *Node, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if _, parent := t.Parent(); parent == nil {
+		return nil, syscall.EXDEV // no name to link from (go-fuse's rule)
+	}
+	tfd, err := t.openSelf()
+	if err != nil {
+		return nil, gofs.ToErrno(err)
+	}
+	defer syscall.Close(tfd)
+	return n.makeLive(ctx, name, out, func(dfd int) error {
+		return unix.Linkat(unix.AT_FDCWD, procFd(tfd), dfd, name, unix.AT_SYMLINK_FOLLOW)
+	}, 0, false)
+}
+
+// openSelfAs opens n with flags, no symlink followed on the way (nor n
+// itself, if one: ELOOP).
+func (n *Node) openSelfAs(flags int) (int, error) {
+	rel := n.relPath()
+	if rel == "" && !n.isRoot() {
+		return -1, syscall.ENOENT // unlinked
+	}
+	return n.fsys.openLive(rel, flags, 0)
+}
+
+// childStat stats name in directory n, no symlink followed on the way.
+func (n *Node) childStat(name string, st *syscall.Stat_t) error {
+	dfd, err := n.openDir()
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(dfd)
+	return lstatAt(dfd, name, st)
+}
+
+// lstatAt is fstatat(2) of name in directory dfd, not following it.
+func lstatAt(dfd int, name string, st *syscall.Stat_t) error {
+	var ust unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &ust, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	*st = *(*syscall.Stat_t)(unsafe.Pointer(&ust)) // the same kernel struct stat
+	return nil
+}
+
+// readIDSafe is readID of n's live file, reached through its directory's
+// descriptor (inDir).
+func (n *Node) readIDSafe() FileID {
+	var id FileID
+	_ = n.inDir(func(p string) error { id = readID(p); return nil })
+	return id
+}
+
+// pathFdID is the FileID of the regular file fd (opened O_PATH, which
+// fgetxattr refuses) refers to, read through its /proc/self/fd link.
+func pathFdID(fd int) FileID {
+	var id FileID
+	if sz, err := unix.Getxattr(procFd(fd), XattrID, id[:]); err != nil || sz != len(id) {
+		return FileID{}
+	}
+	return id
 }

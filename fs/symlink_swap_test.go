@@ -1,11 +1,15 @@
 package fs_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 var time0 = time.Unix(1_000_000_000, 0)
@@ -37,6 +41,9 @@ func swapped(t *testing.T) (*mounted, string) {
 	if err := os.WriteFile(filepath.Join(outside, "f"), []byte("outside, not to be touched\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := unix.Lsetxattr(filepath.Join(outside, "f"), "user.secret", []byte("outside"), 0); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Rename(filepath.Join(m.live, "d"), filepath.Join(m.live, "d.moved")); err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +72,16 @@ func untouched(t *testing.T, outside string) {
 	es, _ := os.ReadDir(outside)
 	if len(es) != 2 {
 		t.Fatalf("outside holds %d entries, want f and sub", len(es))
+	}
+	buf := make([]byte, 64)
+	if n, err := unix.Lgetxattr(filepath.Join(outside, "f"), "user.secret", buf); err != nil || string(buf[:n]) != "outside" {
+		t.Fatalf("outside f's xattr: %q, %v", buf[:max(n, 0)], err)
+	}
+	if n, _ := unix.Lgetxattr(filepath.Join(outside, "f"), "user.new", buf); n > 0 {
+		t.Fatal("outside f got an xattr")
+	}
+	if st.Sys().(*syscall.Stat_t).Nlink != 1 {
+		t.Fatal("outside f got a hard link")
 	}
 }
 
@@ -96,11 +113,37 @@ func TestChangesDoNotFollowASwappedSymlink(t *testing.T) {
 		{"mkdir", func(m *mounted) error { return os.Mkdir(m.path("d/sub/new"), 0o755) }},
 		{"mknod", func(m *mounted) error { return syscall.Mknod(m.path("d/sub/fifo"), syscall.S_IFIFO|0o644, 0) }},
 		{"symlink", func(m *mounted) error { return os.Symlink("x", m.path("d/sub/link")) }},
+		{"setxattr", func(m *mounted) error { return unix.Lsetxattr(m.path("d/f"), "user.new", []byte("v"), 0) }},
+		{"removexattr", func(m *mounted) error { return unix.Lremovexattr(m.path("d/f"), "user.secret") }},
+		{"getxattr", func(m *mounted) error {
+			buf := make([]byte, 64)
+			if n, err := unix.Lgetxattr(m.path("d/f"), "user.secret", buf); err == nil && string(buf[:n]) == "outside" {
+				return errors.New("read the outside file's xattr")
+			}
+			return nil
+		}},
+		{"listxattr", func(m *mounted) error {
+			buf := make([]byte, 256)
+			if n, err := unix.Llistxattr(m.path("d/f"), buf); err == nil && strings.Contains(string(buf[:n]), "user.secret") {
+				return errors.New("listed the outside file's xattrs")
+			}
+			return nil
+		}},
+		{"link from", func(m *mounted) error { return os.Link(m.path("d/f"), m.path("lnk")) }},
+		{"link into", func(m *mounted) error {
+			if err := os.WriteFile(m.path("x"), []byte("x"), 0o644); err != nil {
+				return err
+			}
+			return os.Link(m.path("x"), m.path("d/sub/lnk"))
+		}},
 	}
 	for _, tc := range ops {
 		t.Run(tc.name, func(t *testing.T) {
 			m, outside := swapped(t)
 			err := tc.op(m)
+			if err != nil && strings.HasPrefix(err.Error(), "read the") || err != nil && strings.HasPrefix(err.Error(), "listed") {
+				t.Fatal(err)
+			}
 			untouched(t, outside)
 			if err == nil {
 				// Fine only if it changed the tree's own d (as moved).
@@ -109,7 +152,7 @@ func TestChangesDoNotFollowASwappedSymlink(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(outside, "sub", "new")); err == nil {
 				t.Fatal("mkdir made a directory outside the tree")
 			}
-			for _, n := range []string{"fifo", "link"} {
+			for _, n := range []string{"fifo", "link", "lnk"} {
 				if _, err := os.Lstat(filepath.Join(outside, "sub", n)); err == nil {
 					t.Fatalf("%s made outside the tree", n)
 				}

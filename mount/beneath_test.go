@@ -2,6 +2,7 @@ package mount
 
 import (
 	"context"
+	"github.com/deltafs/deltafs/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -93,5 +94,35 @@ func TestBeneathHelpers(t *testing.T) {
 	mustDo(t, mkdirAllBeneath(root, "a/b/c", 0o755))
 	if fi, err := os.Stat(filepath.Join(root, "a/b/c")); err != nil || !fi.IsDir() {
 		t.Fatalf("mkdirAllBeneath: %v", err)
+	}
+}
+
+// TestLiveReadsFollowNoSymlink: the mount's own reads of a live file by
+// path (a snapshot's or a restore's liveRevs.openSame, verify's
+// compare) refuse a symlink swapped in above the file, where they read
+// the file outside the tree it led to (into a revision of the user's own
+// file, for liveRevs).
+func TestLiveReadsFollowNoSymlink(t *testing.T) {
+	live, outside := t.TempDir(), t.TempDir()
+	mustDo(t, os.WriteFile(filepath.Join(outside, "f"), []byte("outside\n"), 0o644))
+	mustDo(t, os.Mkdir(filepath.Join(live, "d.moved"), 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(live, "d.moved", "f"), []byte("inside\n"), 0o644))
+	mustDo(t, os.Symlink(outside, filepath.Join(live, "d")))
+	r := &liveRevs{live: live}
+	if f, err := r.openSame(filepath.Join(live, "d", "f"), fs.FileID{}); err == nil {
+		f.Close()
+		t.Fatal("openSame read a file through a symlinked directory")
+	}
+	var st syscall.Stat_t
+	mustDo(t, syscall.Stat(filepath.Join(outside, "f"), &st))
+	c := &liveCheck{live: live}
+	same, err := c.sameContent(filepath.Join(live, "d", "f"), st.Ino, &revText{data: []byte("outside\n"), size: 8})
+	if same {
+		t.Fatalf("verify compared a file through a symlinked directory (%v)", err)
+	}
+	if f, err := r.openSame(filepath.Join(live, "d.moved", "f"), fs.FileID{}); err != nil {
+		t.Fatalf("openSame of a plain path: %v", err)
+	} else {
+		f.Close()
 	}
 }

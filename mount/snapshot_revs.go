@@ -188,7 +188,7 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 			return prev, int64(e.Size), nil
 		}
 	}
-	f, err := openSame(path, id)
+	f, err := r.openSame(path, id)
 	if err != nil {
 		return index.RevID{}, 0, err
 	}
@@ -208,9 +208,19 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 // build statted it: one removed since gives fs.ErrVanished, as does one
 // replaced by a node of another type (a FIFO is not waited on) or by
 // another file (it has a FileID, not id), whose content
-// must not become a revision of id's history.
-func openSame(path string, id fs.FileID) (*os.File, error) {
-	f, err := fs.OpenRead(path, syscall.O_NOFOLLOW|syscall.O_NONBLOCK)
+// must not become a revision of id's history. It follows no symlink on
+// the way (fs.OpenReadBeneath): a restore runs this outside a snapshot's
+// freeze, and a user who swapped a symlink in for a directory above the
+// file had the mount read a file outside the tree into a revision of
+// their own (a review).
+func (r *liveRevs) openSame(path string, id fs.FileID) (*os.File, error) {
+	var f *os.File
+	var err error
+	if rel := r.rel(path); rel != path {
+		f, err = fs.OpenReadBeneath(r.live, rel, syscall.O_NONBLOCK)
+	} else {
+		f, err = fs.OpenRead(path, syscall.O_NOFOLLOW|syscall.O_NONBLOCK)
+	}
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ESTALE) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP) {
 		return nil, fmt.Errorf("%w: %w", fs.ErrVanished, err)
 	}

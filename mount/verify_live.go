@@ -9,6 +9,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/deltafs/deltafs/fs"
@@ -142,7 +143,7 @@ func (c *liveCheck) check(ctx context.Context, p string) (index.RevID, bool, err
 		if err != nil {
 			return last, false, fmt.Errorf("its last revision does not read back: %w", err)
 		}
-		same, err = sameContent(p, want)
+		same, err = c.sameContent(p, st.Ino, want)
 		want.Close()
 		if err != nil {
 			return last, false, err
@@ -209,13 +210,27 @@ func continuedFiles(dir string) (map[fs.FileID]string, error) {
 	return cont, nil
 }
 
-// sameContent reports whether the file at p holds exactly want.
-func sameContent(p string, want *revText) (bool, error) {
-	f, err := fs.OpenRead(p, 0)
+// sameContent reports whether the file at p, of inode ino, holds exactly
+// want. It opens p under the live tree with no symlink followed and
+// without waiting (a FIFO swapped in held a verify), and compares the
+// file the check statted only (a file swapped in meanwhile is read as
+// changed).
+func (c *liveCheck) sameContent(p string, ino uint64, want *revText) (bool, error) {
+	var f *os.File
+	var err error
+	if rel, rerr := filepath.Rel(c.live, p); rerr == nil && c.live != "" && !strings.HasPrefix(rel, "..") {
+		f, err = fs.OpenReadBeneath(c.live, filepath.ToSlash(rel), syscall.O_NONBLOCK)
+	} else {
+		f, err = fs.OpenRead(p, syscall.O_NOFOLLOW|syscall.O_NONBLOCK)
+	}
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil || st.Ino != ino || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return false, err
+	}
 	buf, wbuf := make([]byte, 1<<20), make([]byte, 1<<20)
 	for off := int64(0); ; {
 		n, err := f.Read(buf)
