@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"golang.org/x/sys/unix"
 	"log/slog"
 	"path/filepath"
 	"syscall"
@@ -34,6 +35,17 @@ type histView struct {
 }
 
 // livePath returns the live path that node n of .history stands for.
+// openLive opens n's live counterpart with flags, no symlink followed on
+// the way (FS.openLive): a directory a user swapped for a symlink while
+// holding its .history mirror open listed the directory it led to.
+func (v *histView) openLive(n *gofs.Inode, flags int) (int, error) {
+	rel := "."
+	if n != v.root {
+		rel = n.Path(v.root)
+	}
+	return v.fsys.openLive(rel, flags, 0)
+}
+
 func (v *histView) livePath(n *gofs.Inode) string {
 	if n == v.root {
 		return v.fsys.live
@@ -142,7 +154,12 @@ func (d *histDir) ino(st *syscall.Stat_t) uint64 {
 
 func (d *histDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	var st syscall.Stat_t
-	if err := syscall.Lstat(d.v.livePath(d.EmbeddedInode()), &st); err != nil {
+	fd, err := d.v.openLive(d.EmbeddedInode(), unix.O_PATH)
+	if err == nil {
+		err = syscall.Fstat(fd, &st)
+		syscall.Close(fd)
+	}
+	if err != nil {
 		return toErrno(d.v.log, "history getattr", err)
 	}
 	histAttr(&st, d.ino(&st), &out.Attr)
@@ -157,7 +174,12 @@ func (d *histDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		return nil, syscall.ENOENT
 	}
 	var st syscall.Stat_t
-	if err := syscall.Lstat(filepath.Join(d.v.livePath(d.EmbeddedInode()), name), &st); err != nil {
+	dfd, err := d.v.openLive(d.EmbeddedInode(), unix.O_PATH|syscall.O_DIRECTORY)
+	if err == nil {
+		err = lstatAt(dfd, name, &st)
+		syscall.Close(dfd)
+	}
+	if err != nil {
 		return nil, toErrno(d.v.log, "history lookup", err)
 	}
 	var op gofs.InodeEmbedder
@@ -181,12 +203,16 @@ func (d *histDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 // lookups, as .snapshots does: a plain ls then costs one readdir of the
 // live directory, not an lstat and a node per entry.
 func (d *histDir) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	dir := d.v.livePath(d.EmbeddedInode())
-	ds, errno := gofs.NewLoopbackDirStream(dir)
+	dfd, err := d.v.openLive(d.EmbeddedInode(), syscall.O_RDONLY|syscall.O_DIRECTORY)
+	if err != nil {
+		return nil, 0, toErrno(d.v.log, "history list", err)
+	}
+	ds, errno := gofs.NewLoopbackDirStreamFd(dfd)
 	if errno != 0 {
+		syscall.Close(dfd)
 		return nil, 0, errno
 	}
-	defer ds.Close()
+	defer ds.Close() // and dfd
 	atRoot := d.EmbeddedInode() == d.v.root
 	var ents []fuse.DirEntry
 	for ds.HasNext() {
@@ -197,7 +223,7 @@ func (d *histDir) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHan
 		if e.Name == "." || e.Name == ".." || atRoot && (e.Name == SnapshotsName || e.Name == HistoryName) {
 			continue
 		}
-		kind := histKindOf(dir, e)
+		kind := histKindOf(dfd, e)
 		if kind == 0 {
 			continue
 		}
@@ -209,11 +235,11 @@ func (d *histDir) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHan
 // histKindOf returns the kind of node a live directory entry shows as
 // under .history, 0 for none; it stats only entries whose type the
 // directory did not give.
-func histKindOf(dir string, e fuse.DirEntry) uint64 {
+func histKindOf(dfd int, e fuse.DirEntry) uint64 {
 	mode := e.Mode & syscall.S_IFMT
 	if mode == 0 {
 		var st syscall.Stat_t
-		if syscall.Lstat(filepath.Join(dir, e.Name), &st) != nil {
+		if lstatAt(dfd, e.Name, &st) != nil {
 			return 0
 		}
 		mode = st.Mode & syscall.S_IFMT

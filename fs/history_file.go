@@ -56,13 +56,8 @@ var (
 // lookups by path let a user who swapped files between them pair their
 // own file's owner with another's FileID, and read that file's history.
 func (f *histFile) live() (syscall.Stat_t, FileID, error) {
-	n := f.EmbeddedInode()
 	var st syscall.Stat_t
-	rel := "."
-	if n != f.v.root {
-		rel = n.Path(f.v.root)
-	}
-	fd, err := f.v.fsys.openLive(rel, unix.O_PATH, 0)
+	fd, err := f.v.openLive(f.EmbeddedInode(), unix.O_PATH)
 	if err != nil {
 		return st, FileID{}, err
 	}

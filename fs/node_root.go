@@ -66,16 +66,16 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 // revision of it once more. (Listed, a du of a 104 MB tree with a few
 // snapshots and histories reported 3.4 GB.)
 func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	if !n.isRoot() {
-		fh, fuseFlags, errno := n.LoopbackNode.OpendirHandle(ctx, flags)
-		if ds, ok := fh.(dirStream); ok && errno == 0 {
-			fh = &liveDir{dirStream: ds, n: n}
-		}
-		return fh, fuseFlags, errno
-	}
-	ds, errno := gofs.NewLoopbackDirStream(n.livePath())
+	ds, errno := n.openDirStream()
 	if errno != 0 {
 		return nil, 0, errno
+	}
+	if !n.isRoot() {
+		var fh gofs.FileHandle = ds
+		if d, ok := ds.(dirStream); ok {
+			fh = &liveDir{dirStream: d, n: n}
+		}
+		return fh, 0, 0
 	}
 	defer ds.Close()
 	var ents []fuse.DirEntry

@@ -267,3 +267,14 @@ func pathFdID(fd int) FileID {
 	}
 	return id
 }
+
+// openDirStream is go-fuse's loopback directory stream of n, opened with
+// no symlink on the way (a directory swapped for a symlink listed the
+// directory it led to: names outside the tree).
+func (n *Node) openDirStream() (gofs.DirStream, syscall.Errno) {
+	fd, err := n.openSelfAs(syscall.O_RDONLY | syscall.O_DIRECTORY)
+	if err != nil {
+		return nil, gofs.ToErrno(err)
+	}
+	return gofs.NewLoopbackDirStreamFd(fd)
+}

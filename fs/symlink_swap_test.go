@@ -19,7 +19,8 @@ var time0 = time.Unix(1_000_000_000, 0)
 // between a lookup and the server's call, moves d away and puts a symlink
 // to an outside directory holding its own f and sub/ in its place. It
 // returns the mount and the outside directory.
-func swapped(t *testing.T) (*mounted, string) {
+// The extra paths are looked up too before the swap.
+func swapped(t *testing.T, extra ...string) (*mounted, string) {
 	t.Helper()
 	m := mountLive(t)
 	if err := os.MkdirAll(m.path("d/sub"), 0o755); err != nil {
@@ -29,7 +30,7 @@ func swapped(t *testing.T) (*mounted, string) {
 		t.Fatal(err)
 	}
 	m.awaitReleased(t, "d/f")
-	for _, p := range []string{"d", "d/f", "d/sub"} {
+	for _, p := range append([]string{"d", "d/f", "d/sub"}, extra...) {
 		if _, err := os.Lstat(m.path(p)); err != nil { // the kernel caches the names
 			t.Fatal(err)
 		}
@@ -158,5 +159,29 @@ func TestChangesDoNotFollowASwappedSymlink(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestListingsDoNotFollowASwappedSymlink: a directory the kernel knows,
+// swapped for a symlink behind the mount, lists nothing of the
+// directory it leads to, through the live tree or its .history mirror
+// (by path, both listed the names of a directory outside the tree).
+func TestListingsDoNotFollowASwappedSymlink(t *testing.T) {
+	m, outside := swapped(t, ".history/d")
+	if err := os.WriteFile(filepath.Join(outside, "secret-name"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{m.path("d"), m.path(".history/d")} {
+		f, err := os.Open(dir)
+		if err != nil {
+			continue // refused: fine
+		}
+		names, _ := f.Readdirnames(-1)
+		f.Close()
+		for _, n := range names {
+			if n == "secret-name" {
+				t.Errorf("%s lists the outside directory's %s", dir, n)
+			}
+		}
 	}
 }
