@@ -131,7 +131,7 @@ func (n *Node) invalidateIfMoved(st *syscall.Stat_t) {
 // lets the kernel keep the result for liveTimeout.
 func (n *Node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	n.fsys.getattrs.Add(1)
-	errno := n.LoopbackNode.Getattr(ctx, f, out)
+	errno := n.getattrLive(ctx, f, out)
 	if errno == 0 {
 		out.SetTimeout(liveTimeout)
 		n.sent.note(&out.Attr)

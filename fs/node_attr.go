@@ -89,7 +89,7 @@ func (n *Node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if n.truncatedByPath(before, int64(sz)) {
 		// the report gave the file its FileID after out was taken: the
 		// xattr moved its ctime
-		return n.LoopbackNode.Getattr(ctx, nil, out)
+		return n.getattrLive(ctx, nil, out)
 	}
 	return 0
 }

@@ -47,7 +47,7 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	}
 	// A miss keeps the zero entry timeout: go-fuse then makes it a
 	// negative entry for Options.NegativeTimeout (see cache.go).
-	ch, errno := n.LoopbackNode.Lookup(ctx, name, out)
+	ch, errno := n.lookupLive(ctx, name, out)
 	if errno == 0 {
 		known := n.GetChild(name) // go-fuse keeps it for ch if it is the same file
 		if known == nil || known.StableAttr().Ino != ch.StableAttr().Ino {

@@ -154,11 +154,53 @@ func (n *Node) makeLive(ctx context.Context, name string, out *fuse.EntryOut, mk
 	if caller, ok := fuse.FromContext(ctx); ok && owned && serverUID == 0 {
 		_ = unix.Fchownat(dfd, name, int(caller.Uid), int(caller.Gid), unix.AT_SYMLINK_NOFOLLOW)
 	}
-	ch, errno := n.LoopbackNode.Lookup(ctx, name, out)
+	ch, errno := n.lookupAt(ctx, dfd, name, out)
 	if errno != 0 {
 		_ = unix.Unlinkat(dfd, name, undo)
 	}
 	return ch, errno
+}
+
+// lookupLive is go-fuse's LoopbackNode.Lookup through n's descriptor:
+// the attributes the kernel checks permissions against (with
+// --allow-other) and keeps are those of name in n, never of a file a
+// swapped symlink leads to.
+func (n *Node) lookupLive(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	dfd, err := n.openDir()
+	if err != nil {
+		return nil, gofs.ToErrno(err)
+	}
+	defer syscall.Close(dfd)
+	return n.lookupAt(ctx, dfd, name, out)
+}
+
+// lookupAt is lookupLive with n's descriptor dfd open.
+func (n *Node) lookupAt(ctx context.Context, dfd int, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	st, attr, err := n.fsys.statStableAt(dfd, name, unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return nil, gofs.ToErrno(err)
+	}
+	out.Attr.FromStat(&st)
+	return n.NewInode(ctx, n.fsys.newNode(nil, n.EmbeddedInode(), name, &st), attr), 0
+}
+
+// getattrLive is go-fuse's LoopbackNode.Getattr, through n's descriptor
+// when the call carries no handle.
+func (n *Node) getattrLive(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if fga, ok := f.(gofs.FileGetattrer); ok && fga != nil {
+		return n.LoopbackNode.Getattr(ctx, f, out)
+	}
+	fd, err := n.openSelf()
+	if err != nil {
+		return gofs.ToErrno(err)
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return gofs.ToErrno(err)
+	}
+	out.FromStat(&st)
+	return 0
 }
 
 // mkdirLive is go-fuse's LoopbackNode.Mkdir through n's descriptor.

@@ -12,8 +12,14 @@ import (
 // inode, so that a node made from a descriptor (Create) and one found by
 // name later are one node.
 func (f *FS) fstatStable(fd int) (syscall.Stat_t, gofs.StableAttr, error) {
+	return f.statStableAt(fd, "", unix.AT_EMPTY_PATH)
+}
+
+// statStableAt is fstatStable of name in directory dfd (flags as
+// statx(2) takes them).
+func (f *FS) statStableAt(dfd int, name string, flags int) (syscall.Stat_t, gofs.StableAttr, error) {
 	var x unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS|unix.STATX_BTIME, &x); err != nil {
+	if err := unix.Statx(dfd, name, flags, unix.STATX_BASIC_STATS|unix.STATX_BTIME, &x); err != nil {
 		return syscall.Stat_t{}, gofs.StableAttr{}, err
 	}
 	st := statFromStatx(&x)
