@@ -14,6 +14,9 @@ type Batch struct {
 	Entries []Entry
 	Files   map[FileID]FileMeta // updated file records
 	Tail    Tail                // new committed segment tail
+	// Unhash lists entries whose hash rows go: a repack's switch
+	// overwriting them with entries that have none (index.FlagLost).
+	Unhash []Entry
 }
 
 // Commit writes b in one transaction: entries, their hash keys (except for
@@ -45,6 +48,11 @@ func (db *DB) Commit(b *Batch) error {
 				return err
 			}
 		}
+		for i := range b.Unhash {
+			if err := txn.Delete(hashKey(b.Unhash[i].Hash, b.Unhash[i].ID())); err != nil {
+				return err
+			}
+		}
 		return txn.Set(keyTail, encodeTail(b.Tail))
 	})
 	if errors.Is(err, badger.ErrTxnTooBig) {
@@ -59,27 +67,38 @@ func (db *DB) Commit(b *Batch) error {
 // commitSplit writes b's rows in as many transactions as they need, in
 // the order Commit's doc gives.
 func (db *DB) commitSplit(b *Batch) error {
-	type row struct{ k, v []byte }
-	rows := []row{{keyTail, encodeTail(b.Tail)}}
+	type row struct {
+		k, v []byte
+		del  bool
+	}
+	rows := []row{{k: keyTail, v: encodeTail(b.Tail)}}
 	for i := range b.Entries {
 		e := &b.Entries[i]
 		v, _ := e.MarshalBinary()
-		rows = append(rows, row{revKey(e.ID()), v})
+		rows = append(rows, row{k: revKey(e.ID()), v: v})
 	}
 	for f, m := range b.Files {
 		v, _ := m.MarshalBinary()
-		rows = append(rows, row{fileKey(f), v})
+		rows = append(rows, row{k: fileKey(f), v: v})
 	}
 	for i := range b.Entries {
-		if e := &b.Entries[i]; e.Kind != KindDedup && e.Flags&FlagHashDeferred == 0 {
-			rows = append(rows, row{hashKey(e.Hash, e.ID()), nil})
+		if e := &b.Entries[i]; e.HashIndexed() {
+			rows = append(rows, row{k: hashKey(e.Hash, e.ID())})
 		}
+	}
+	for i := range b.Unhash {
+		rows = append(rows, row{k: hashKey(b.Unhash[i].Hash, b.Unhash[i].ID()), del: true})
 	}
 	for len(rows) > 0 {
 		var n int
 		err := db.update(func(txn *badger.Txn) error {
 			for n = 0; n < len(rows); n++ {
-				err := txn.Set(rows[n].k, rows[n].v)
+				var err error
+				if rows[n].del {
+					err = txn.Delete(rows[n].k)
+				} else {
+					err = txn.Set(rows[n].k, rows[n].v)
+				}
 				if errors.Is(err, badger.ErrTxnTooBig) && n > 0 {
 					return nil // commit these; the rest go in the next
 				}
@@ -102,7 +121,7 @@ func setEntry(txn *badger.Txn, e *Entry) error {
 	if err := txn.Set(revKey(e.ID()), v); err != nil {
 		return err
 	}
-	if e.Kind == KindDedup || e.Flags&FlagHashDeferred != 0 {
+	if !e.HashIndexed() {
 		return nil // no data of its own, or no content hash to find it by
 	}
 	return txn.Set(hashKey(e.Hash, e.ID()), nil)

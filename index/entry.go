@@ -82,10 +82,29 @@ const (
 	// streamed fulltext with chunks stored raw to save time
 	// (objstore.Store.PutFrom). A repack recompresses it.
 	FlagFastZstd Flags = 1 << 10
+	// FlagLost lives in the index only: the revision's data was lost to
+	// damage (a segment cut short, a bad record) and nothing held its
+	// content any more when a salvage (objstore.Repack with Salvage)
+	// rewrote the store. The entry keeps the revision's place, parents,
+	// size, hash and time; it has no record (Kind full, no base, Stored
+	// 0) and every read of it fails (objstore.ErrLost).
+	FlagLost Flags = 1 << 11
 )
 
+// Lost reports whether the revision's data was lost (FlagLost).
+func (e *Entry) Lost() bool { return e.Flags&FlagLost != 0 }
+
+// HashIndexed reports whether the entry has a row under its content hash
+// (Commit writes one): a revision with data of its own and a hash to find
+// it by, whose data is not lost.
+func (e *Entry) HashIndexed() bool {
+	return e.Kind != KindDedup && e.Flags&(FlagHashDeferred|FlagLost) == 0
+}
+
 // RecordFlags returns the flags a revision's segment record carries.
-func (f Flags) RecordFlags() Flags { return f &^ (FlagHashDeferred | FlagRepacked | FlagFastZstd) }
+func (f Flags) RecordFlags() Flags {
+	return f &^ (FlagHashDeferred | FlagRepacked | FlagFastZstd | FlagLost)
+}
 
 // Entry is the index record of one revision.
 type Entry struct {
@@ -208,6 +227,8 @@ func (e *Entry) check() error {
 		return fmt.Errorf("%w: kind %v with the same base twice (%v)", ErrDecode, e.Kind, e.Base)
 	case e.Kind == KindP1P2 && e.Flags&FlagDelta == 0:
 		return fmt.Errorf("%w: kind %v without the delta flag", ErrDecode, e.Kind)
+	case e.Flags&FlagLost != 0 && (e.Kind != KindFull || e.Stored != 0 || e.Flags.RecordFlags() != 0):
+		return fmt.Errorf("%w: a lost revision with a record (kind %v, %d bytes, flags %#x)", ErrDecode, e.Kind, e.Stored, e.Flags)
 	}
 	return nil
 }

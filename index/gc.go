@@ -23,7 +23,7 @@ func (db *DB) DeleteEntries(es []Entry) error {
 			if err := txn.Delete(revKey(e.ID())); err != nil {
 				return err
 			}
-			if e.Kind == KindDedup || e.Flags&FlagHashDeferred != 0 {
+			if !e.HashIndexed() {
 				continue
 			}
 			if err := txn.Delete(hashKey(e.Hash, e.ID())); err != nil {

@@ -231,3 +231,20 @@ func idsKeptByCopy(dir string, maps bool) error {
 	}
 	return fmt.Errorf("%s: %w: it maps histories, but no live file carries a deltafs id (the xattr %s; %s first): was the store copied without its extended attributes? Copy a store with cp -a or rsync -aHX", filepath.Join(dir, idsFile), errIDs, dfs.XattrID, first)
 }
+
+// LivePaths returns the path of each store file's live file in the store
+// in dir (one of its names, for a file with hard links): where a salvage
+// looks first for a lost revision's content (objstore.Salvage).
+func LivePaths(dir string) (map[index.FileID]string, error) {
+	ids, err := readIDs(dir)
+	if err != nil {
+		return nil, err
+	}
+	paths := map[index.FileID]string{}
+	err = walkLiveFiles(dir, ids, func(f index.FileID, rel string) {
+		if _, ok := paths[f]; !ok {
+			paths[f] = filepath.Join(dir, liveDir, filepath.FromSlash(rel))
+		}
+	}, nil)
+	return paths, err
+}

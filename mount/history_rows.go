@@ -94,7 +94,7 @@ func (w *rowWriter) add(r RevInfo) {
 // addRev appends r, held by the snapshots list[p.snap] of pairs: add's
 // row without building a RevInfo (no allocation).
 func (w *rowWriter) addRev(r objstore.Revision, pairs []heldPair, list []index.Snapshot) {
-	b := w.head(uint64(r.Rev), r.Time.UnixNano(), r.Size, uint64(r.ChainLen), uint64(r.Stored), r.Kind.String())
+	b := w.head(uint64(r.Rev), r.Time.UnixNano(), r.Size, uint64(r.ChainLen), uint64(r.Stored), kindName(r))
 	refs := [4]index.RevID{r.Base, r.P1, r.P2, r.Base2}
 	var present byte
 	for i, ref := range refs {

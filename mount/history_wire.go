@@ -47,11 +47,20 @@ type RevInfo struct {
 var flagNames = []struct {
 	f    index.Flags
 	name string
-}{{index.FlagZstd, "zstd"}, {index.FlagDelta, "delta"}, {index.FlagChunked, "chunked"}, {index.FlagHashDeferred, "hash_deferred"}}
+}{{index.FlagZstd, "zstd"}, {index.FlagDelta, "delta"}, {index.FlagChunked, "chunked"}, {index.FlagHashDeferred, "hash_deferred"}, {index.FlagLost, "lost"}}
+
+// kindName names how r is stored, as log shows it: "lost" for a revision
+// a salvage kept without its data.
+func kindName(r objstore.Revision) string {
+	if r.Flags&index.FlagLost != 0 {
+		return "lost"
+	}
+	return r.Kind.String()
+}
 
 func infoOfRev(r objstore.Revision) RevInfo {
 	i := RevInfo{
-		Rev: uint32(r.Rev), Time: r.Time, Size: r.Size, Base: r.Kind.String(), Chain: r.ChainLen,
+		Rev: uint32(r.Rev), Time: r.Time, Size: r.Size, Base: kindName(r), Chain: r.ChainLen,
 		Stored: r.Stored, BaseRev: refOf(r.Base), P1: refOf(r.P1), P2: refOf(r.P2),
 		Base2Rev: refOf(r.Base2),
 	}

@@ -280,7 +280,7 @@ func (r *redoer) holds(ctx context.Context, prev index.RevID, data []byte) (bool
 	if err != nil {
 		return false, fmt.Errorf("revision %v: %w", prev, err)
 	}
-	if e.Size != uint64(len(data)) {
+	if e.Size != uint64(len(data)) || e.Lost() {
 		return false, nil
 	}
 	if e.Flags&index.FlagHashDeferred == 0 {

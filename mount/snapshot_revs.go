@@ -184,7 +184,7 @@ func (r *liveRevs) Revision(ctx context.Context, id fs.FileID, path string, size
 		// (Not for a file that took over another's history just now: its
 		// stat says nothing about that file's newest revision, which its
 		// content must be compared with, as the redo does.)
-		if !continued && r.unchanged(path, id, e) {
+		if !continued && !e.Lost() && r.unchanged(path, id, e) {
 			return prev, int64(e.Size), nil
 		}
 	}
@@ -278,7 +278,7 @@ func storeHolds(ctx context.Context, st *objstore.Store, e index.Entry, src *io.
 	if err != nil {
 		return false, err
 	}
-	if n != int64(e.Size) { // it shrank meanwhile
+	if n != int64(e.Size) || e.Lost() { // it shrank meanwhile, or its data is lost
 		return false, nil
 	}
 	want := e.Hash

@@ -140,6 +140,9 @@ func (c *liveCheck) check(ctx context.Context, p string) (index.RevID, bool, err
 		// A big revision is read from a spilled file (readText), never
 		// whole: a verify of a 512 MiB file held it here too.
 		want, err := readText(ctx, c.st, last, newest.Size)
+		if errors.Is(err, objstore.ErrLost) {
+			return last, false, fmt.Errorf("its last revision was lost to damage: the next snapshot records the live content again")
+		}
 		if err != nil {
 			return last, false, fmt.Errorf("its last revision does not read back: %w", err)
 		}

@@ -209,6 +209,9 @@ func (s *Store) snapshotCandidates(last index.RevID, tried []prepared) ([]prepar
 		if err != nil {
 			return nil, fmt.Errorf("snapshot %v: %w", id, err)
 		}
+		if e.Lost() {
+			break // a salvage left no snapshot here (it keeps none on a lost one)
+		}
 		if !e.Kind.IsSnapshot() {
 			return nil, fmt.Errorf("snapshot %v: %w: stored as %v", id, ErrCorrupt, e.Kind)
 		}
@@ -298,6 +301,9 @@ func (s *Store) candidates(req *PutRequest) ([]prepared, error) {
 		be, err := s.resolve(w.id)
 		if err != nil {
 			return nil, fmt.Errorf("%v base %v: %w", w.role, w.id, err)
+		}
+		if be.Lost() {
+			continue // no text to take a delta against
 		}
 		if w.role != RoleCarried {
 			if seen[be.ID()] {

@@ -35,6 +35,9 @@ func (s *Store) readChunked(want index.RevID, e *index.Entry) ([]byte, error) {
 // The record's checksum is checked at the end: what got saw is e's text
 // only if walkChunked returns nil. An error got returns ends the walk.
 func (s *Store) walkChunked(want index.RevID, e *index.Entry, into func(off, n uint64) []byte, got func(off uint64, text []byte) error) error {
+	if err := lostCheck(want, e); err != nil {
+		return err
+	}
 	if into == nil {
 		var buf []byte
 		into = func(_, n uint64) []byte {

@@ -25,7 +25,7 @@ func (s *Store) enqueue(e index.Entry, meta index.FileMeta) *batch {
 	b.b.Tail = s.segs.tail()
 	s.pmu.Lock()
 	s.pending[e.ID()] = e
-	if e.Kind != index.KindDedup && e.Flags&index.FlagHashDeferred == 0 {
+	if e.HashIndexed() {
 		s.pendingHash[e.Hash] = append(s.pendingHash[e.Hash], e.ID())
 	}
 	s.pmu.Unlock()

@@ -101,7 +101,7 @@ func gcPlanLocked(ctx context.Context, dir string, opt GCOptions, lock *storeLoc
 	defer s.closeKeepLock()
 	if err := s.Damage(); err != nil {
 		// It would fail at the first lost revision it rewrites.
-		return GCReport{}, nil, fmt.Errorf("objstore: gc: refused: %w", err)
+		return GCReport{}, nil, fmt.Errorf("objstore: gc: refused: %w; %s", err, salvageHint)
 	}
 	plan, err := planGC(ctx, s, live, opt.Policy)
 	if err == nil && !opt.DryRun {

@@ -95,12 +95,18 @@ func (s *Store) rebuildOwned(ctx context.Context, want index.RevID, e index.Entr
 	if t, ok := cache.get(e.ID()); ok {
 		return t, false, nil
 	}
+	if t, ok, err := s.salvageText(e.ID()); ok {
+		return t, true, err
+	}
 	e, err := s.dataEntry(want, e)
 	if err != nil {
 		return nil, false, err
 	}
 	if t, ok := cache.get(e.ID()); ok {
 		return t, false, nil
+	}
+	if t, ok, err := s.salvageText(e.ID()); ok {
+		return t, true, err
 	}
 	s.rebuiltBytes.Add(int64(e.Size))
 	chain, start, err := s.chain(want, e, cache)
@@ -225,6 +231,9 @@ func (s *Store) chain(want index.RevID, e index.Entry, cache caches) ([]index.En
 		if t, ok := cache.get(cur.Base); ok {
 			return chain, t, nil
 		}
+		if t, ok, err := s.salvageText(cur.Base); ok {
+			return chain, t, err
+		}
 		be, err := s.entry(cur.Base)
 		if err != nil {
 			return nil, nil, corrupt(want, &cur, fmt.Errorf("base %v: %w", cur.Base, err))
@@ -266,6 +275,9 @@ func (s *Store) readChain(ctx context.Context, want index.RevID, chain []index.E
 
 // readRecord reads and checks e's record, returning its decoded payload.
 func (s *Store) readRecord(want index.RevID, e *index.Entry) ([]byte, error) {
+	if err := lostCheck(want, e); err != nil {
+		return nil, err
+	}
 	if e.Flags&index.FlagChunked != 0 && e.Flags&index.FlagDelta == 0 {
 		return s.readChunked(want, e)
 	}

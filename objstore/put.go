@@ -259,7 +259,7 @@ func (s *Store) dedupWith(ctx context.Context, e *index.Entry, same func(id inde
 	}
 	for _, id := range ids {
 		ce, err := s.entry(id)
-		if err != nil || ce.Size != e.Size {
+		if err != nil || ce.Size != e.Size || ce.Lost() {
 			continue
 		}
 		if ok, err := same(id, ce); err != nil || !ok {
@@ -287,7 +287,7 @@ func (s *Store) newestSame(ctx context.Context, req *PutRequest, size, hash uint
 		return index.Entry{}, false
 	}
 	p, err := s.entry(req.P1)
-	if err != nil || p.Size != size || p.Flags&index.FlagHashDeferred == 0 && p.Hash != hash {
+	if err != nil || p.Lost() || p.Size != size || p.Flags&index.FlagHashDeferred == 0 && p.Hash != hash {
 		return index.Entry{}, false
 	}
 	return p, same(req.P1, p)

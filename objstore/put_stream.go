@@ -397,7 +397,7 @@ func (s *Store) sameHash(e *index.Entry) (bool, error) {
 		return false, err
 	}
 	for _, id := range ids {
-		if ce, err := s.entry(id); err == nil && ce.Size == e.Size {
+		if ce, err := s.entry(id); err == nil && ce.Size == e.Size && !ce.Lost() {
 			return true, nil
 		}
 	}

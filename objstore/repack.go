@@ -135,6 +135,7 @@ type RepackOptions struct {
 	stopAt      func(step string) error // test hook: end the switch after a step, as a crash would
 	noWhole     bool                    // test hook: never leave the store as it is (see repack_plan.go)
 	keepAll     bool                    // test hook: keep every segment whole, whatever the plan says
+	salvage     bool                    // Salvage's rewrite: a damaged store is not refused
 }
 
 const (
@@ -230,6 +231,7 @@ type repacker struct {
 	window  int
 	similar *similarFiles   // built before the jobs start, read-only after
 	kept    map[uint32]bool // live segments kept whole (repack_keep.go); read-only
+	salv    *salvagePlan    // Salvage's plan; nil for a repack or gc
 	// fileDone is closed when a file's job ends (see doneEntry); written
 	// before the jobs start, read-only after.
 	fileDone map[index.FileID]chan struct{}
@@ -249,9 +251,9 @@ func newRepacker(ctx context.Context, dir string, opt RepackOptions, lock *store
 	if err != nil {
 		return nil, err
 	}
-	if err := live.Damage(); err != nil {
+	if err := live.Damage(); err != nil && !opt.salvage {
 		live.closeKeepLock()
-		return nil, fmt.Errorf("objstore: repack: refused: %w", err)
+		return nil, fmt.Errorf("objstore: repack: refused: %w; %s", err, salvageHint)
 	}
 	rp.live = live
 	// Hold rows a build without them left stale are rebuilt here, where

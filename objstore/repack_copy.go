@@ -116,6 +116,9 @@ func copyMerged(ldb, sdb *index.DB, b *index.Batch, flush func() error) error {
 		if leok && le == e {
 			return nil
 		}
+		if leok && le.ID() == e.ID() && le.HashIndexed() && (!e.HashIndexed() || le.Hash != e.Hash) {
+			b.Unhash = append(b.Unhash, le) // a salvage found it lost
+		}
 		b.Entries = append(b.Entries, e)
 		if len(b.Entries) >= switchChunk {
 			return flush()

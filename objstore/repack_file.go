@@ -137,7 +137,10 @@ func (rp *repacker) repackRev(ctx context.Context, fw *fileWork, id index.RevID,
 	if err != nil {
 		return nil, err
 	}
-	if e.Kind == index.KindFull {
+	if e.Lost() || rp.salv.isLost(id) {
+		return rp.keepLost(fw, e), nil
+	}
+	if e.Kind == index.KindFull && !rp.salv.recovered(id) {
 		fw.ratio = float64(e.Stored) / float64(max(e.Size, 1))
 	}
 	ne, rec, out, err := rp.decideKept(ctx, fw, e)
@@ -164,6 +167,19 @@ func (rp *repacker) repackRev(ctx context.Context, fw *fileWork, id index.RevID,
 	rp.count(out)
 	rp.progress(e.Size)
 	return b, nil
+}
+
+// keepLost appends e to the shadow as lost (lostEntry): lost before, or
+// by this salvage's plan.
+func (rp *repacker) keepLost(fw *fileWork, e index.Entry) *batch {
+	s := rp.shadow
+	s.wmu.Lock()
+	fw.meta.Revs = max(fw.meta.Revs, uint32(e.Rev)+1)
+	b := s.enqueue(lostEntry(e), fw.meta)
+	s.wmu.Unlock()
+	rp.count(outUnchanged)
+	rp.progress(e.Size)
+	return b
 }
 
 func (rp *repacker) count(out outcome) {
@@ -217,6 +233,9 @@ var errPlanDiverged = errors.New("repack plan and decision disagree")
 // decide returns the new entry (without its place) and the record to
 // append (nil for a dedup).
 func (rp *repacker) decide(ctx context.Context, fw *fileWork, e index.Entry) (index.Entry, []byte, outcome, error) {
+	if rp.salv.recovered(e.ID()) {
+		return rp.recomputeSalvaged(ctx, fw, e)
+	}
 	if e.Kind == index.KindDedup {
 		return rp.dedupEntry(e), nil, outUnchanged, nil
 	}
@@ -332,6 +351,9 @@ func (rp *repacker) liveFormat(v int) error {
 // rawRecord reads e's whole record and checks it, to copy it verbatim.
 func (rp *repacker) rawRecord(e *index.Entry) ([]byte, error) {
 	s := rp.live
+	if err := lostCheck(e.ID(), e); err != nil {
+		return nil, err
+	}
 	if e.Stored < recOverhead || e.Stored > recOverhead+maxPayload {
 		return nil, corrupt(e.ID(), e, fmt.Errorf("index gives a record of %d bytes", e.Stored))
 	}

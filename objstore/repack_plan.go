@@ -86,7 +86,7 @@ func (rp *repacker) plan(ctx context.Context) (*repackPlan, error) {
 		if e.File != f.id {
 			f = planFile{id: e.File, stable: map[index.Rev]index.Entry{}, ratioOK: true}
 		}
-		if e.Kind == index.KindFull && rp.keeps(e.ID()) { // as repackRev sets it
+		if e.Kind == index.KindFull && !e.Lost() && rp.keeps(e.ID()) { // as repackRev sets it
 			f.ratio = float64(e.Stored) / float64(max(e.Size, 1))
 		}
 		p.revisions++
@@ -141,6 +141,9 @@ func (p *repackPlan) keptWhole(sizes map[uint32]int64) map[uint32]bool {
 
 // stable says whether decide would keep e exactly as it is.
 func (rp *repacker) stable(e index.Entry, f *planFile, changed *index.Refs) bool {
+	if e.Lost() {
+		return true // kept as it is (keepLost)
+	}
 	if e.Kind == index.KindDedup {
 		_, ok := rp.stableBase(e.Base, f, changed)
 		return ok

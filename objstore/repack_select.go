@@ -29,6 +29,27 @@ func (rp *repacker) recompute(ctx context.Context, fw *fileWork, e index.Entry) 
 	if err != nil {
 		return index.Entry{}, nil, 0, err
 	}
+	return rp.recomputeText(ctx, fw, e, text)
+}
+
+// recomputeSalvaged is recompute for a revision a salvage brought back
+// (its text read through a found one): it is stored anew from its text
+// as a new fulltext would be, its old record (bad, or on a bad base)
+// never read.
+func (rp *repacker) recomputeSalvaged(ctx context.Context, fw *fileWork, e index.Entry) (index.Entry, []byte, outcome, error) {
+	text, err := rp.live.fulltextOf(ctx, e)
+	if err != nil {
+		return index.Entry{}, nil, 0, err
+	}
+	e.Kind, e.Base, e.Base2 = index.KindFull, index.NullRev, index.NullRev
+	e.Flags |= index.FlagFastZstd // no record of it to keep (fullLen)
+	ne, rec, out, err := rp.recomputeText(ctx, fw, e, text)
+	ne.Flags |= index.FlagRepacked
+	return ne, rec, out, err
+}
+
+// recomputeText is recompute with the revision's text at hand.
+func (rp *repacker) recomputeText(ctx context.Context, fw *fileWork, e index.Entry, text []byte) (index.Entry, []byte, outcome, error) {
 	t := Target{TextLen: e.Size}
 	cands := rp.inFile(ctx, fw, e)
 	if err := rp.computeAll(ctx, cands, text, t, 0); err != nil {
@@ -141,7 +162,7 @@ func (rp *repacker) inFile(ctx context.Context, fw *fileWork, e index.Entry) []p
 			return
 		}
 		be, ok := rp.doneEntry(ctx, fw.id, id)
-		if !ok || seen[be.ID()] {
+		if !ok || seen[be.ID()] || be.Lost() {
 			return // e.g. a parent in a file not done yet
 		}
 		seen[be.ID()] = true
@@ -470,8 +491,8 @@ func (rp *repacker) similarCandidates(fw *fileWork, size uint64, tried []prepare
 	var out []prepared
 	for _, id := range ids {
 		be, err := rp.live.resolve(id)
-		if err != nil || be.File > fw.id || seen[be.ID()] {
-			continue // a dedup of a higher file's revision: see doneEntry
+		if err != nil || be.File > fw.id || seen[be.ID()] || be.Lost() || rp.salv.isLost(be.ID()) {
+			continue // a dedup of a higher file's revision: see doneEntry; or no text
 		}
 		seen[be.ID()] = true
 		out = append(out, prepared{Candidate: Candidate{Role: RoleHint, Base: be.ID(), DeltaLen: -1}})

@@ -131,6 +131,9 @@ func shadowOptions(o RepackOptions) string {
 	if o.keep != nil {
 		s += gcMark
 	}
+	if o.salvage {
+		s += "salvage\n"
+	}
 	return s
 }
 
@@ -265,8 +268,12 @@ func copyFile(ldb, sdb *index.DB, f index.FileID, b *index.Batch, flush func() e
 			}
 			e.ChainLen, e.ChainBytes, e.Seg, e.Off = te.ChainLen, te.ChainBytes, te.Seg, te.Off
 		}
-		if le, ok := live[e.Rev]; ok && le == e {
+		le, ok := live[e.Rev]
+		if ok && le == e {
 			return nil
+		}
+		if ok && le.HashIndexed() && (!e.HashIndexed() || le.Hash != e.Hash) {
+			b.Unhash = append(b.Unhash, le) // a salvage found it lost
 		}
 		b.Entries = append(b.Entries, e)
 		if len(b.Entries) >= switchChunk {

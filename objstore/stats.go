@@ -45,7 +45,11 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		st.Revisions++
 		st.LogicalBytes += e.Size
 		st.StoredBytes += uint64(e.Stored)
-		st.ByKind[e.Kind.String()]++
+		if e.Lost() {
+			st.ByKind["lost"]++ // kept by a salvage: no record
+		} else {
+			st.ByKind[e.Kind.String()]++
+		}
 		st.ChainMax = max(st.ChainMax, e.ChainLen)
 		chainSum += uint64(e.ChainLen)
 		hist[bits.Len32(e.ChainLen)]++

@@ -16,6 +16,11 @@ import (
 
 // Store is an open revlog store. Safe for concurrent use.
 type Store struct {
+	// salvage holds the texts Salvage found for revisions that do not
+	// read (salvage.go); rebuilds start from them. Set before a salvage's
+	// jobs start, read-only after; nil otherwise.
+	salvage map[index.RevID]func() ([]byte, error)
+
 	dir  string
 	cfg  Config
 	caps Caps

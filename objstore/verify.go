@@ -57,6 +57,9 @@ type VerifySummary struct {
 	// content hash to compare, and are checked by their chain's record
 	// checksums and rebuild only.
 	Unhashed int64
+	// Lost counts revisions a salvage kept as lost (index.FlagLost): known
+	// gone, not problems; a snapshot or a live file may name one.
+	Lost int64
 }
 
 // verifyCacheBytes bounds the texts Verify keeps to rebuild neighbours; it
@@ -170,6 +173,10 @@ func (v *verifier) entries(ctx context.Context) ([]index.RevID, error) {
 		if e.Flags&index.FlagHashDeferred != 0 {
 			v.sum.Unhashed++
 		}
+		if e.Lost() {
+			v.sum.Lost++
+			return nil // no record
+		}
 		if e.Kind != index.KindDedup {
 			v.recs = append(v.recs, recPos{id: id, seg: e.Seg, off: e.Off, stored: e.Stored})
 		}
@@ -237,8 +244,8 @@ func (v *verifier) revisions(ctx context.Context, ids []index.RevID) error {
 
 func (s *Store) verifyOne(ctx context.Context, id index.RevID, tail index.Tail, c caches) error {
 	e, err := s.idx.Entry(id)
-	if err != nil {
-		return err
+	if err != nil || e.Lost() {
+		return err // a lost revision has nothing to read
 	}
 	big := e.Size >= bigFull
 	if e.Kind != index.KindDedup {

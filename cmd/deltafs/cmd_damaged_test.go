@@ -12,7 +12,7 @@ import (
 // storeCommands are the commands that open a store given as P, and with
 // M an empty mount point.
 var storeCommands = [][]string{
-	{"mount", "P", "M"}, {"stats", "P"}, {"verify", "P"}, {"gc", "P"}, {"repack", "P"},
+	{"mount", "P", "M"}, {"stats", "P"}, {"verify", "P"}, {"gc", "P"}, {"repack", "P"}, {"salvage", "P"},
 	{"log", "--store", "P", "a.txt"}, {"log", "--deleted", "--store", "P"}, {"cat", "--store", "P", "a.txt"}, {"restore", "--store", "P", "a.txt", "--rev", "0"},
 	{"snapshot", "create", "P", "s"}, {"snapshot", "list", "P"}, {"snapshot", "delete", "P", "s"},
 	{"snapshot", "rename", "P", "s", "t"}, {"snapshot", "prune", "P", "--keep-last", "1"},

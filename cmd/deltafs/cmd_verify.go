@@ -83,6 +83,7 @@ type verifyResult struct {
 	Snapshots int64           `json:"snapshots"`
 	Trees     int64           `json:"trees"`
 	LiveFiles int64           `json:"live_files"`
+	Lost      int64           `json:"lost"`         // revisions a salvage kept as lost (not problems)
 	Pending   int64           `json:"live_pending"` // change not recorded yet: open for writing, or left to the next mount
 	Clean     bool            `json:"clean"`
 	Problems  []verifyProblem `json:"problems"`
@@ -188,6 +189,7 @@ func printProblem(w io.Writer, p verifyProblem) {
 func finishVerify(out io.Writer, res verifyResult, rep mount.VerifyReport, asJSON bool) error {
 	st := rep.Store
 	res.Files, res.Revisions, res.Segments, res.Snapshots, res.Trees = st.Files, st.Revisions, st.Segments, st.Snapshots, st.Trees
+	res.Lost = st.Lost
 	res.LiveFiles, res.Pending = rep.Live.Files, rep.Live.Pending
 	res.InterruptedRepack = rep.InterruptedRepack
 	n := len(res.Problems)
@@ -207,6 +209,9 @@ func finishVerify(out io.Writer, res verifyResult, rep mount.VerifyReport, asJSO
 				hold = "holds a change"
 			}
 			verdict += fmt.Sprintf(" (%s %s not recorded yet: open for writing, or left to the next mount)", count(res.Pending, "live file"), hold)
+		}
+		if res.Lost > 0 {
+			verdict += fmt.Sprintf("; %s lost to damage, kept by a salvage as lost (a read of one is an I/O error)", count(res.Lost, "revision"))
 		}
 		if res.InterruptedRepack > 0 {
 			verdict += fmt.Sprintf("; an interrupted repack left %d bytes in its repack/ (the next repack with the same options resumes it, any other discards it)", res.InterruptedRepack)

@@ -53,7 +53,7 @@ func newRootCmd() *cobra.Command {
 		return &usageError{err: flagValueError(err)}
 	})
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
-	root.AddCommand(newVersionCmd(), newDeltaCmd(), newMountCmd(), newUmountCmd(), newRepackCmd(), newGCCmd(), newVerifyCmd(), newSnapshotCmd(), newStatsCmd(), newLogCmd(), newCatCmd(), newRestoreCmd())
+	root.AddCommand(newVersionCmd(), newDeltaCmd(), newMountCmd(), newUmountCmd(), newRepackCmd(), newGCCmd(), newSalvageCmd(), newVerifyCmd(), newSnapshotCmd(), newStatsCmd(), newLogCmd(), newCatCmd(), newRestoreCmd())
 	return root
 }
 

@@ -1,0 +1,379 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/deltafs/deltafs/index"
+)
+
+// Salvage rewrites a damaged store so that it can go on: a repack that
+// stores every revision that still reads as it would any other, brings
+// back what it can of those that do not, and keeps the rest as lost.
+//
+// A revision does not read when its record is bad (a flipped byte, a
+// segment cut short behind the store's back: the damage Store.Damage
+// reports) or a record its chain is built on is. Salvage brings one back
+// when its content is still somewhere, found by its content hash and
+// size: in its file's live file (the common case after a tail was cut:
+// the newest revisions are the lost ones, and the live tree still holds
+// them), or in another revision that reads. Revisions whose chain needed
+// it then read again too. What is left is lost: its entry stays, with its
+// place in the history, parents, size, hash and time, marked
+// index.FlagLost with no record, so that logs and snapshots still name it
+// and a read of it fails with ErrLost (an I/O error through a mount).
+// The mark of damage goes with the switch. gc and repack, which refuse a
+// damaged store, run on a salvaged one; verify counts its lost revisions
+// without calling them problems.
+//
+// Not brought back: a revision with no content hash (stored from a delta
+// alone) whose own record is bad, and a two-base record whose graph holds
+// a brought-back revision (graph reads do not consult them).
+func Salvage(ctx context.Context, dir string, opt SalvageOptions) (SalvageReport, error) {
+	start := time.Now()
+	ropt := opt.Repack.withDefaults()
+	ropt.Reuse, ropt.salvage = ReuseNever, true
+	if err := checkStore(dir); err != nil {
+		return SalvageReport{}, err
+	}
+	lock, err := acquireLock(dir, "salvage")
+	if err != nil {
+		return SalvageReport{}, err
+	}
+	defer lock.release()
+	if err := recoverRepack(dir, ropt.Logger); err != nil {
+		return SalvageReport{}, err
+	}
+	var liveFile func(index.FileID) (string, bool)
+	if opt.LiveFiles != nil {
+		paths, err := opt.LiveFiles()
+		if err != nil {
+			return SalvageReport{}, fmt.Errorf("objstore: salvage: %w", err)
+		}
+		liveFile = func(f index.FileID) (string, bool) { p, ok := paths[f]; return p, ok }
+	}
+	rp, err := newRepacker(ctx, dir, ropt, lock)
+	if err != nil {
+		return SalvageReport{}, err
+	}
+	plan, err := planSalvage(ctx, rp.live, liveFile, ropt.Logger)
+	rep := SalvageReport{DryRun: opt.DryRun}
+	if plan != nil {
+		rep.Damaged, rep.Recovered, rep.Lost = int64(len(plan.bad)), plan.recoveredCount(), int64(len(plan.lost))
+		rep.FromLive, rep.FromOther = plan.fromLive, plan.fromOther
+		rep.LostRevisions = plan.lostList
+	}
+	if err != nil || opt.DryRun || plan.nothing(rp.live) {
+		rp.live.closeKeepLock()
+		rep.Duration = time.Since(start)
+		return rep, err
+	}
+	rp.salv = plan
+	rp.shadow, err = openShadow(dir, ropt, nil)
+	err = dropFailedShadow(ctx, dir, ropt.Logger, err)
+	if err != nil {
+		rp.live.closeKeepLock()
+		return rep, err
+	}
+	rr, err := rp.run(ctx)
+	err = dropFailedShadow(ctx, dir, ropt.Logger, err)
+	if err == nil {
+		err = removeDamageMark(dir)
+	}
+	if err == nil && liveFile != nil {
+		rep.Rerecorded, err = recordLostNewest(ctx, dir, ropt, lock, plan, liveFile)
+	}
+	rep.Repack = &rr
+	rep.Duration = time.Since(start)
+	return rep, err
+}
+
+// salvageHint follows the refusal of gc and repack on a damaged store.
+const salvageHint = "'deltafs salvage STORE' keeps what still reads and marks the rest lost, if no backup has the segment"
+
+// SalvageOptions tune Salvage.
+type SalvageOptions struct {
+	Repack RepackOptions // how the salvaged store is written (Reuse is never)
+	// LiveFiles returns the path of each store file's live file, read
+	// once the store is locked: the first place Salvage looks for a lost
+	// revision's content (mount's LivePaths). nil: nowhere.
+	LiveFiles func() (map[index.FileID]string, error)
+	DryRun    bool // plan and report; write nothing
+}
+
+// SalvageReport says what Salvage found and did.
+type SalvageReport struct {
+	Damaged       int64         `json:"damaged"`   // revisions that did not read back
+	Recovered     int64         `json:"recovered"` // of them, brought back (read again)
+	FromLive      int64         `json:"from_live"` // contents found in a live file
+	FromOther     int64         `json:"from_other"`
+	Lost          int64         `json:"lost"` // kept as lost
+	LostRevisions []index.RevID `json:"lost_revisions"`
+	// Rerecorded counts live files whose newest revision was lost and
+	// whose content is now a new revision after it.
+	Rerecorded int64         `json:"rerecorded"`
+	DryRun     bool          `json:"dry_run"`
+	Repack     *RepackReport `json:"repack,omitempty"` // the rewrite; nil when nothing was written
+	Duration   time.Duration `json:"duration_ns"`
+}
+
+// salvagePlan is what Salvage found before it rewrites the store.
+type salvagePlan struct {
+	bad       map[index.RevID]bool // did not read back
+	lost      map[index.RevID]bool // of them, lost
+	lostList  []index.RevID
+	fromLive  int64
+	fromOther int64
+	damaged   bool // the store holds a mark of damage
+}
+
+func (p *salvagePlan) recoveredCount() int64 { return int64(len(p.bad) - len(p.lost)) }
+
+// recovered says whether id read back only through a brought-back text:
+// repack stores it anew from its text, never from its old record.
+func (p *salvagePlan) recovered(id index.RevID) bool { return p != nil && p.bad[id] && !p.lost[id] }
+
+// isLost says whether the salvage keeps id as lost.
+func (p *salvagePlan) isLost(id index.RevID) bool { return p != nil && p.lost[id] }
+
+// nothing says there is nothing to salvage: every revision reads. A mark
+// of damage with nothing lost (its segment put back) is removed here.
+func (p *salvagePlan) nothing(s *Store) bool {
+	if len(p.bad) > 0 {
+		return false
+	}
+	if p.damaged {
+		if err := s.clearDamage(); err != nil {
+			s.log.Warn("salvage: cannot remove the mark of damage", "err", err)
+		}
+	}
+	return true
+}
+
+// planSalvage reads every revision of s back and plans what Salvage does
+// with those that do not read: it installs the texts it found for them
+// in s (s.salvage), which rebuilds then start from.
+func planSalvage(ctx context.Context, s *Store, liveFile func(index.FileID) (string, bool), log *slog.Logger) (*salvagePlan, error) {
+	p := &salvagePlan{bad: map[index.RevID]bool{}, lost: map[index.RevID]bool{}, damaged: s.Damage() != nil}
+	tail, err := s.idx.Tail()
+	if err != nil {
+		return nil, err
+	}
+	var bad []index.Entry
+	cache := caches{full: newLRU[index.RevID](verifyCacheBytes)}
+	err = s.idx.All(ctx, func(e index.Entry) error {
+		if e.Lost() {
+			return nil // lost by an earlier salvage: kept as it is
+		}
+		err := s.verifyOne(ctx, e.ID(), tail, cache)
+		switch {
+		case errors.Is(err, ErrCorrupt):
+			p.bad[e.ID()] = true
+			bad = append(bad, e)
+		case err != nil:
+			return err
+		}
+		return nil
+	})
+	if err != nil || len(bad) == 0 {
+		return p, err
+	}
+	s.salvage = map[index.RevID]func() ([]byte, error){}
+	for _, e := range bad {
+		if src, fromLive := p.source(ctx, s, e, liveFile); src != nil {
+			s.salvage[e.ID()] = src
+			if fromLive {
+				p.fromLive++
+			} else {
+				p.fromOther++
+			}
+		}
+	}
+	// What read through a bad record may read through a found text now;
+	// what reads now may be the content another bad revision lacks.
+	left := bad
+	for changed := true; changed; {
+		changed = false
+		var still []index.Entry
+		for _, e := range left {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if s.salvage[e.ID()] != nil {
+				continue
+			}
+			_, err := s.rebuild(ctx, e.ID(), e, uncached())
+			if err == nil {
+				changed = true
+				continue
+			}
+			if !errors.Is(err, ErrCorrupt) {
+				return nil, err
+			}
+			if src, _ := p.source(ctx, s, e, nil); src != nil {
+				s.salvage[e.ID()] = src
+				p.fromOther++
+				changed = true
+				continue
+			}
+			still = append(still, e)
+		}
+		left = still
+	}
+	for _, e := range left {
+		p.lost[e.ID()] = true
+		p.lostList = append(p.lostList, e.ID())
+		log.Warn("salvage: revision lost: no copy of its content is left", "file", e.File, "rev", e.Rev, "size", e.Size)
+	}
+	return p, nil
+}
+
+// source finds e's content elsewhere: its file's live file (liveFile, if
+// not nil), else a revision of the same hash and size that reads. It
+// returns a reader of it, checked against e's hash, or nil.
+func (p *salvagePlan) source(ctx context.Context, s *Store, e index.Entry, liveFile func(index.FileID) (string, bool)) (func() ([]byte, error), bool) {
+	if e.Flags&index.FlagHashDeferred != 0 {
+		return nil, false // nothing to know the content by
+	}
+	check := func(text []byte, where string) ([]byte, error) {
+		if uint64(len(text)) != e.Size || s.cfg.hash(text) != e.Hash {
+			return nil, corrupt(e.ID(), &e, fmt.Errorf("salvage: %s changed since it was found to hold the revision", where))
+		}
+		return text, nil
+	}
+	if liveFile != nil {
+		if path, ok := liveFile(e.File); ok && fileHolds(path, e) {
+			return func() ([]byte, error) {
+				text, err := os.ReadFile(path)
+				if err != nil {
+					return nil, fmt.Errorf("objstore: salvage: %w", err)
+				}
+				return check(text, path)
+			}, true
+		}
+	}
+	ids, err := s.byHash(e.Hash)
+	if err != nil {
+		return nil, false
+	}
+	for _, id := range ids {
+		if id == e.ID() || p.bad[id] && s.salvage[id] == nil {
+			continue
+		}
+		ce, err := s.entry(id)
+		if err != nil || ce.Size != e.Size || ce.Lost() {
+			continue
+		}
+		if _, err := s.rebuild(ctx, id, ce, uncached()); err != nil {
+			continue
+		}
+		return func() ([]byte, error) {
+			text, err := s.rebuild(ctx, id, ce, uncached())
+			if err != nil {
+				return nil, err
+			}
+			return check(text, fmt.Sprintf("revision %v", id))
+		}, false
+	}
+	return nil, false
+}
+
+// recordLostNewest records, in the salvaged store, the content of every
+// live file whose newest revision is lost as a new revision after it
+// (its child): the live tree holds what the history lost, and snapshots
+// to come name a revision that reads.
+func recordLostNewest(ctx context.Context, dir string, opt RepackOptions, lock *storeLock, plan *salvagePlan, liveFile func(index.FileID) (string, bool)) (int64, error) {
+	files := map[index.FileID]bool{}
+	for _, id := range plan.lostList {
+		files[id.File] = true
+	}
+	if len(files) == 0 {
+		return 0, nil
+	}
+	s, err := openLocked(dir, Config{Logger: opt.Logger}.withDefaults(), lock, false)
+	if err != nil {
+		return 0, err
+	}
+	defer s.closeKeepLock()
+	var n int64
+	for f := range files {
+		e, ok, err := s.Latest(f)
+		if err != nil {
+			return n, err
+		}
+		path, live := liveFile(f)
+		if !ok || !e.Lost() || !live {
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return n, fmt.Errorf("objstore: salvage: %w", err)
+		}
+		if _, err := s.Put(ctx, PutRequest{File: f, Data: data, P1: e.ID(), Time: time.Now()}); err != nil {
+			return n, fmt.Errorf("objstore: salvage: record %s again: %w", path, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// fileHolds reports whether the file at path has e's size and content
+// hash, streamed through the hash.
+func fileHolds(path string, e index.Entry) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || uint64(st.Size()) != e.Size {
+		return false
+	}
+	h := xxhash.New()
+	n, err := io.Copy(h, f)
+	return err == nil && uint64(n) == e.Size && h.Sum64() == e.Hash
+}
+
+// salvageText returns the text a salvage found for id, if it found one.
+func (s *Store) salvageText(id index.RevID) ([]byte, bool, error) {
+	if s.salvage == nil {
+		return nil, false, nil
+	}
+	src := s.salvage[id]
+	if src == nil {
+		return nil, false, nil
+	}
+	text, err := src()
+	return text, true, err
+}
+
+// uncached are caches for a rebuild that keeps nothing: a salvage's
+// checks must read the records, not texts read before.
+func uncached() caches { return caches{full: newLRU[index.RevID](0)} }
+
+// lostEntry is e kept as lost: no record, no base (index.FlagLost).
+func lostEntry(e index.Entry) index.Entry {
+	e.Kind, e.Base, e.Base2 = index.KindFull, index.NullRev, index.NullRev
+	e.ChainLen, e.ChainBytes, e.Stored, e.Seg, e.Off = 0, 0, 0, 0, 0
+	e.Flags = index.FlagLost | e.Flags&index.FlagHashDeferred
+	return e
+}
+
+// removeDamageMark removes the mark of damage of the store in dir, the
+// store now rewritten without the damage.
+func removeDamageMark(dir string) error {
+	err := os.Remove(filepath.Join(dir, damageFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("objstore: salvage: %w", err)
+	}
+	return index.SyncDir(dir)
+}

@@ -1,0 +1,153 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/deltafs/deltafs/index"
+)
+
+// damagedStore makes a store with two files and damages it: f's first
+// revision (f0, a fulltext under two deltas) gets a flipped byte, and
+// the tail segment is cut inside g's second revision (g1). Its live
+// tree, as LiveFile gives it, holds f0's content for f (so f0, and the
+// deltas on it, can be brought back) and nothing for g (g1 is lost).
+func damagedStore(t *testing.T) (dir string, f0, f1, f2, g0, g1 index.Entry, texts map[index.RevID][]byte, live func() (map[index.FileID]string, error)) {
+	t.Helper()
+	s, dir := openNew(t, Config{})
+	f := mustNewFile(t, s, "f")
+	g := mustNewFile(t, s, "g")
+	a := bigMixed(1, 64<<10)
+	a1 := append(bytes.Clone(a), "one more line\n"...)
+	a2 := append(bytes.Clone(a1), "and another\n"...)
+	b := bigMixed(2, 64<<10)
+	b1 := append(bytes.Clone(b), "b's edit\n"...)
+	f0 = mustPut(t, s, PutRequest{File: f, Data: a})
+	f1 = mustPut(t, s, PutRequest{File: f, Data: a1, P1: f0.ID()})
+	f2 = mustPut(t, s, PutRequest{File: f, Data: a2, P1: f1.ID()})
+	g0 = mustPut(t, s, PutRequest{File: g, Data: b})
+	g1 = mustPut(t, s, PutRequest{File: g, Data: b1, P1: g0.ID()})
+	if f1.Kind == index.KindFull || f2.Kind == index.KindFull || g1.Kind == index.KindFull {
+		t.Fatalf("setup: want deltas, got %v %v %v", f1.Kind, f2.Kind, g1.Kind)
+	}
+	texts = map[index.RevID][]byte{f0.ID(): a, f1.ID(): a1, f2.ID(): a2, g0.ID(): b, g1.ID(): b1}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, "segments", segName(f0.Seg))
+	raw, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[f0.Off+uint64(f0.Stored)/2] ^= 0xff
+	raw = raw[:g1.Off+10]
+	if err := os.WriteFile(seg, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	livef := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(livef, a, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	live = func() (map[index.FileID]string, error) { return map[index.FileID]string{f: livef}, nil }
+	return dir, f0, f1, f2, g0, g1, texts, live
+}
+
+// TestSalvage: a salvage brings back what a live file still holds (and
+// the revisions built on it), keeps what nothing holds as lost, and
+// leaves a store that verifies clean, that gc and repack run on, and
+// that records on: where gc and repack refused the damaged store for
+// good.
+func TestSalvage(t *testing.T) {
+	ctx := context.Background()
+	dir, f0, f1, f2, g0, g1, texts, live := damagedStore(t)
+	if _, err := Repack(ctx, dir, RepackOptions{}); err == nil {
+		t.Fatal("repack of the damaged store succeeded")
+	}
+	dry, err := Salvage(ctx, dir, SalvageOptions{LiveFiles: live, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dry.Damaged != 4 || dry.Recovered != 3 || dry.FromLive != 1 || dry.Lost != 1 || len(dry.LostRevisions) != 1 || dry.LostRevisions[0] != g1.ID() || dry.Repack != nil {
+		t.Fatalf("dry run: %+v", dry)
+	}
+	if _, err := Repack(ctx, dir, RepackOptions{}); err == nil {
+		t.Fatal("the dry run changed the store: repack now succeeds")
+	}
+	rep, err := Salvage(ctx, dir, SalvageOptions{LiveFiles: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Damaged != 4 || rep.Recovered != 3 || rep.Lost != 1 || rep.Repack == nil {
+		t.Fatalf("salvage: %+v", rep)
+	}
+	if _, err := os.Stat(filepath.Join(dir, damageFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the mark of damage after a salvage: %v", err)
+	}
+	s, err := Open(dir, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []index.Entry{f0, f1, f2, g0} {
+		if got, err := s.Get(ctx, e.ID()); err != nil || !bytes.Equal(got, texts[e.ID()]) {
+			t.Errorf("revision %v after the salvage: %d bytes, %v", e.ID(), len(got), err)
+		}
+	}
+	_, err = s.Get(ctx, g1.ID())
+	var lost *LostError
+	if !errors.Is(err, ErrLost) || !errors.Is(err, ErrCorrupt) || !errors.As(err, &lost) || lost.Lost != g1.ID() {
+		t.Errorf("the lost revision reads as %v, want ErrLost", err)
+	}
+	if e, err := s.Entry(g1.ID()); err != nil || !e.Lost() || e.Size != g1.Size || e.Hash != g1.Hash || e.P1 != g0.ID() {
+		t.Errorf("the lost revision's entry: %+v, %v", e, err)
+	}
+	sum, err := s.VerifyAll(ctx, func(p Problem) { t.Errorf("verify after the salvage: %v", p) }, nil)
+	if err != nil || sum.Lost != 1 || sum.Problems != 0 {
+		t.Errorf("verify after the salvage: %+v, %v", sum, err)
+	}
+	// The file goes on after its lost revision, and nothing dedups
+	// against the lost one: the same content is stored anew.
+	g2 := mustPut(t, s, PutRequest{File: g0.File, Data: texts[g1.ID()], P1: g1.ID()})
+	if g2.Kind == index.KindDedup || g2.Rev != g1.Rev+1 {
+		t.Errorf("a put of the lost revision's content after it: %+v", g2)
+	}
+	if got := mustGet(t, s, g2.ID()); !bytes.Equal(got, texts[g1.ID()]) {
+		t.Error("the put after the lost revision reads back wrong")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, run := range map[string]func() error{
+		"gc": func() error {
+			both := func() (map[index.FileID]bool, error) { return map[index.FileID]bool{f0.File: true, g0.File: true}, nil }
+			_, err := GC(ctx, dir, GCOptions{Live: both}) // live files keep their histories
+			return err
+		},
+		"repack": func() error { _, err := Repack(ctx, dir, RepackOptions{Reuse: ReuseNever}); return err },
+	} {
+		if err := run(); err != nil {
+			t.Fatalf("%s after the salvage: %v", name, err)
+		}
+	}
+	s, err = Open(dir, Config{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := s.Entry(g1.ID()); err != nil || !e.Lost() {
+		t.Errorf("the lost revision after gc and repack: %+v, %v", e, err)
+	}
+	sum, err = s.VerifyAll(ctx, func(p Problem) { t.Errorf("verify after gc and repack: %v", p) }, nil)
+	if err != nil || sum.Lost != 1 {
+		t.Errorf("verify after gc and repack: %+v, %v", sum, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Salvage(ctx, dir, SalvageOptions{LiveFiles: live})
+	if err != nil || again.Damaged != 0 || again.Repack != nil {
+		t.Errorf("a second salvage: %+v, %v", again, err)
+	}
+}
