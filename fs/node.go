@@ -36,6 +36,11 @@ type Node struct {
 	writers                        int      // open writable handles, of either mode
 	sess                           *session // set while writers > 0 or a change is pending
 	reported                       FileID   // id of the last Change reported, zero if none
+	// unlinkedAs is the path a regular file had when its last name was
+	// unlinked (its node then has no path): a change still open on it is
+	// reported under it, so that its history, a new file's too, is listed
+	// as a deleted file's where it was (a review found it under "").
+	unlinkedAs string
 	// wholeNext: the last session had an in-place passthrough writer
 	// (see session.ptInPlace), so the next one reports the file whole.
 	wholeNext bool

@@ -179,9 +179,25 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	n.touchChild(ino)
 	if reg {
 		nlink--
+		n.noteUnlinked(name, nlink)
 	}
 	n.fsys.rec.Removed(Remove{Path: n.childRel(name), ID: id, Nlink: nlink, Uid: st.Uid})
 	return 0
+}
+
+// noteUnlinked gives child name, a regular file just unlinked with nlink
+// links left, the path it had: a change still open on it is reported
+// under that path (see Node.unlinkedAs).
+func (n *Node) noteUnlinked(name string, nlink uint32) {
+	ch := n.GetChild(name)
+	if nlink != 0 || ch == nil {
+		return
+	}
+	if c, ok := ch.Operations().(*Node); ok {
+		c.mu.Lock()
+		c.unlinkedAs = n.childRel(name)
+		c.mu.Unlock()
+	}
 }
 
 // unlinkQuietly is Unlink for a Recorder that takes no Removed events:
@@ -231,6 +247,9 @@ func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
 		return errno
 	}
 	n.touchChild(ino)
+	if reg && n.fsys.unlinks && nlink == 0 {
+		n.noteUnlinked(name, 0)
+	}
 	if reg && n.fsys.unlinks && !id.IsZero() {
 		n.fsys.rec.Removed(Remove{Path: n.childRel(name), ID: id, Uid: uid, Nlink: nlink})
 	}

@@ -479,7 +479,11 @@ func (n *Node) report(fd int, fsync bool) bool {
 	if !s.changed {
 		return false
 	}
-	c := s.report(st, n.relPath(), fsync)
+	path := n.relPath()
+	if path == "" && !n.isRoot() {
+		path = n.unlinkedAs
+	}
+	c := s.report(st, path, fsync)
 	n.fsys.attachContent(&c, fd)
 	n.fsys.rec.Changed(c)
 	n.reported = s.id

@@ -1,3 +1,7 @@
+// Changes made in unusual ways (a mapping kept past a close, an
+// allocation past the end, an unlink under an open writer), found by a
+// review of what the recorded revisions hold.
+
 package mount
 
 import (
@@ -99,4 +103,30 @@ func TestAllocationPastTheEndRecordsNothing(t *testing.T) {
 	}
 	l.stop(t)
 	verifyClean(t, store)
+}
+
+// TestNewFileUnlinkedWhileOpenIsNamed: a new file unlinked while its
+// writer still holds it open is recorded at the close, and its history
+// is a deleted file's under the path it had (a review found it listed
+// with an empty path, and log of the path said no such file).
+func TestNewFileUnlinkedWhileOpenIsNamed(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.dfs")
+	l := start(t, store)
+	mustDo(t, os.Mkdir(filepath.Join(l.mnt, "d1"), 0o755))
+	f, err := os.Create(filepath.Join(l.mnt, "d1", "u3"))
+	mustDo(t, err)
+	_, err = f.Write([]byte("written, then unlinked while open\n"))
+	mustDo(t, err)
+	mustDo(t, os.Remove(filepath.Join(l.mnt, "d1", "u3")))
+	mustDo(t, f.Close())
+	mustDo(t, os.Mkdir(filepath.Join(l.mnt, ".snapshots", "a"), 0o755))
+	c := connect(t, l.mnt, false)
+	list := deletedPaths(t, c, "d1")
+	if len(list) != 1 || list[0].Path != "d1/u3" {
+		t.Fatalf("deleted under d1: %+v", list)
+	}
+	lg, err := c.Log(context.Background(), Target{Path: "d1/u3"})
+	if err != nil || !lg.Deleted || len(lg.Revisions) != 1 {
+		t.Fatalf("log of the path: %+v, %v", lg, err)
+	}
 }
