@@ -282,7 +282,7 @@ func mountErrorCode(err error) int {
 	switch {
 	case errors.Is(err, mount.ErrNoFUSE): // also when /dev/fuse is not the user's to open
 		return exitNoFUSE
-	case errors.Is(err, os.ErrPermission): // a mount point or store the user may not reach
+	case errors.Is(err, os.ErrPermission), errors.Is(err, mount.ErrDenied): // a mount point or store the user may not reach, or a mount of another user
 		return exitPermission
 	case errors.Is(err, mount.ErrMountPoint), errors.Is(err, mount.ErrOverlap):
 		return exitMountPoint

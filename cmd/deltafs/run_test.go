@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/deltafs/deltafs/mount"
 	"io"
 	"os"
 	"path/filepath"
@@ -156,6 +157,8 @@ func TestExitCode(t *testing.T) {
 		{errors.New("disk on fire"), exitFailure},
 		{usageErrorf("bad flag"), exitUsage},
 		{fmt.Errorf("wrapped: %w", usageErrorf("bad flag")), exitUsage},
+		// a mount's control socket refusing another user (a review: exit 1)
+		{fmt.Errorf("log: %w", mount.ErrDenied), exitPermission},
 	}
 	for _, tt := range tests {
 		if got := exitCode(tt.err); got != tt.want {
