@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -84,7 +85,11 @@ func (f *FS) keepRemoved(ctx context.Context, path string, ino uint64, id FileID
 		}
 		return f.errno("wait for recording", f.rec.Wait(ctx, id))
 	}
-	fd, err := withNoAtime(syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, func(flags int) (int, error) {
+	rel, inTree := strings.CutPrefix(path, f.live+"/")
+	fd, err := withNoAtime(syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, func(flags int) (int, error) {
+		if inTree {
+			return f.openLive(rel, flags, 0) // no symlink on the way (safe_ops.go)
+		}
 		return syscall.Open(path, flags, 0)
 	})
 	if err != nil {
