@@ -157,10 +157,10 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	var nlink uint32
 	var id FileID
 	reg := false
-	if syscall.Lstat(p, &st) == nil { // one stat for the inode, the type and the links
+	if cid, err := n.childStatID(name, &st); err == nil { // one stat for the inode, the type and the links
 		ino, nlink = st.Ino, uint32(st.Nlink)
 		if reg = st.Mode&syscall.S_IFMT == syscall.S_IFREG; reg {
-			id = readID(p)
+			id = cid
 		}
 	}
 	if reg && nlink <= 1 {
@@ -224,11 +224,12 @@ func (n *Node) unlinkQuietly(ctx context.Context, name string) syscall.Errno {
 	var uid, nlink uint32
 	if pend := reg && ino != 0 && n.fsys.refs.pending(ino); pend || reg && n.fsys.unlinks || redo {
 		p := n.childPath(name)
-		if id.IsZero() {
-			id = readID(p)
-		}
 		var st syscall.Stat_t
-		if n.fsys.unlinks && !id.IsZero() && syscall.Lstat(p, &st) == nil {
+		cid, serr := n.childStatID(name, &st) // one descriptor for both (safe_ops.go)
+		if id.IsZero() {
+			id = cid
+		}
+		if n.fsys.unlinks && !id.IsZero() && serr == nil && cid == id {
 			uid = st.Uid // whose file leaves the path (vacated paths)
 			nlink = uint32(st.Nlink) - 1
 		}
@@ -319,17 +320,16 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 
 // renameEvent describes a rename about to happen.
 func (n *Node) renameEvent(name string, np *Node, newName string, flags uint32) Rename {
-	from, to := n.childPath(name), np.childPath(newName)
 	ev := Rename{From: n.childRel(name), To: np.childRel(newName), Exchange: flags&renameExchange != 0}
 	var st syscall.Stat_t
-	if syscall.Lstat(from, &st) == nil {
+	if id, err := n.childStatID(name, &st); err == nil {
 		ev.Dir = st.Mode&syscall.S_IFMT == syscall.S_IFDIR
 		if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
-			ev.ID, ev.Uid = readID(from), st.Uid
+			ev.ID, ev.Uid = id, st.Uid
 		}
 	}
-	if syscall.Lstat(to, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG {
-		ev.Replaced, ev.ReplacedUid = readID(to), st.Uid
+	if id, err := np.childStatID(newName, &st); err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG {
+		ev.Replaced, ev.ReplacedUid = id, st.Uid
 		if st.Nlink > 1 && !ev.Exchange && !ev.Replaced.IsZero() {
 			ev.ReplacedLivesAt = np.otherLink(newName, n, st.Ino)
 			ev.ReplacedElsewhere = ev.ReplacedLivesAt == ""

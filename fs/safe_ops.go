@@ -320,3 +320,39 @@ func (n *Node) openDirStream() (gofs.DirStream, syscall.Errno) {
 	}
 	return gofs.NewLoopbackDirStreamFd(fd)
 }
+
+// childStatID stats name in directory n and, for a regular file, reads
+// its FileID, both through one descriptor opened with no symlink on the
+// way: two lookups by path let a swap between them pair one file's owner
+// with another's FileID (the owner decides whether a history goes on
+// into a new file).
+func (n *Node) childStatID(name string, st *syscall.Stat_t) (FileID, error) {
+	dfd, err := n.openDir()
+	if err != nil {
+		return FileID{}, err
+	}
+	defer syscall.Close(dfd)
+	fd, err := openat2Beneath(dfd, name, unix.O_PATH)
+	if err != nil {
+		return FileID{}, err
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Fstat(fd, st); err != nil {
+		return FileID{}, err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return FileID{}, nil
+	}
+	return pathFdID(fd), nil
+}
+
+// openat2Beneath opens name in directory dfd, no symlink followed.
+func openat2Beneath(dfd int, name string, flags int) (int, error) {
+	how := unix.OpenHow{Flags: uint64(flags | syscall.O_CLOEXEC | syscall.O_NOFOLLOW), Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH}
+	for {
+		fd, err := unix.Openat2(dfd, name, &how)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
+}
