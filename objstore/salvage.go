@@ -264,7 +264,7 @@ func (p *salvagePlan) source(ctx context.Context, s *Store, e index.Entry, liveF
 		return nil, false
 	}
 	for _, id := range ids {
-		if id == e.ID() || p.bad[id] && s.salvage[id] == nil {
+		if id == e.ID() {
 			continue
 		}
 		ce, err := s.entry(id)

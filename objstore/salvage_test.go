@@ -151,3 +151,59 @@ func TestSalvage(t *testing.T) {
 		t.Errorf("a second salvage: %+v, %v", again, err)
 	}
 }
+
+// TestSalvageFindsContentThroughABroughtBackChain: a damaged revision
+// whose content another damaged revision holds, once that one reads
+// again through a text brought back from a live file, is brought back
+// from it, not kept as lost (a review: it was skipped as a source
+// because it had no found text of its own).
+func TestSalvageFindsContentThroughABroughtBackChain(t *testing.T) {
+	ctx := context.Background()
+	s, dir := openNew(t, Config{})
+	f := mustNewFile(t, s, "f")
+	g := mustNewFile(t, s, "g")
+	a := bigMixed(1, 64<<10)
+	a1 := append(bytes.Clone(a), "one more line\n"...)
+	f0 := mustPut(t, s, PutRequest{File: f, Data: a})
+	mustPut(t, s, PutRequest{File: f, Data: a1, P1: f0.ID()})
+	mustDo(t, s.Close())
+	flipRecordByte(t, dir, f0)
+	s, err := Open(dir, Config{})
+	mustDo(t, err)
+	g0 := mustPut(t, s, PutRequest{File: g, Data: a1}) // f1 does not read: no dedup, a record of its own
+	mustDo(t, s.Close())
+	if g0.Kind == index.KindDedup {
+		t.Fatal("setup: g0 is a dedup")
+	}
+	flipRecordByte(t, dir, g0)
+	livef := filepath.Join(t.TempDir(), "f")
+	mustDo(t, os.WriteFile(livef, a, 0o644))
+	live := func() (map[index.FileID]string, error) { return map[index.FileID]string{f: livef}, nil }
+	rep, err := Salvage(ctx, dir, SalvageOptions{LiveFiles: live})
+	if err != nil || rep.Damaged != 3 || rep.Lost != 0 || rep.FromOther != 1 {
+		t.Fatalf("salvage: %+v, %v", rep, err)
+	}
+	s, err = Open(dir, Config{ReadOnly: true})
+	mustDo(t, err)
+	defer s.Close()
+	if got, err := s.Get(ctx, g0.ID()); err != nil || !bytes.Equal(got, a1) {
+		t.Fatalf("g0 after the salvage: %d bytes, %v", len(got), err)
+	}
+}
+
+// flipRecordByte flips a byte in the middle of e's record.
+func flipRecordByte(t *testing.T, dir string, e index.Entry) {
+	t.Helper()
+	seg := filepath.Join(dir, "segments", segName(e.Seg))
+	raw, err := os.ReadFile(seg)
+	mustDo(t, err)
+	raw[e.Off+uint64(e.Stored)/2] ^= 0xff
+	mustDo(t, os.WriteFile(seg, raw, 0o600))
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
