@@ -98,8 +98,8 @@ func (f *FS) keepRemoved(ctx context.Context, path string, ino uint64, id FileID
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) != nil || st.Ino != ino {
-		return 0
+	if syscall.Fstat(fd, &st) != nil || st.Ino != ino || !id.IsZero() && fdIDOnly(fd) != id {
+		return 0 // another file now (a review: the inode number alone)
 	}
 	f.refs.mu.Lock()
 	defer f.refs.mu.Unlock()

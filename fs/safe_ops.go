@@ -257,6 +257,9 @@ func (n *Node) linkLive(ctx context.Context, t *Node, name string, out *fuse.Ent
 		return nil, gofs.ToErrno(err)
 	}
 	defer syscall.Close(tfd)
+	if _, attr, err := n.fsys.fstatStable(tfd); err != nil || attr.Ino != t.StableAttr().Ino {
+		return nil, syscall.ENOENT // another file at t's path now (moved meanwhile)
+	}
 	return n.makeLive(ctx, name, out, func(dfd int) error {
 		return unix.Linkat(unix.AT_FDCWD, procFd(tfd), dfd, name, unix.AT_SYMLINK_FOLLOW)
 	}, 0, false)

@@ -81,15 +81,21 @@ func mkdirAllBeneath(root, rel string, perm uint32) error {
 // removeBeneath removes rel under root if it is still the file f (a
 // restore's own, failed): never another file swapped in for it.
 func removeBeneath(root, rel string, f *os.File) error {
+	var mine unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &mine); err != nil {
+		return err
+	}
+	return removeInoBeneath(root, rel, mine)
+}
+
+// removeInoBeneath is removeBeneath of the file whose stat is mine.
+func removeInoBeneath(root, rel string, mine unix.Stat_t) error {
 	dir, err := openBeneath(root, path.Dir(rel), unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return err
 	}
 	defer dir.Close()
-	var st, mine unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &mine); err != nil {
-		return err
-	}
+	var st unix.Stat_t
 	base := path.Base(rel)
 	if err := unix.Fstatat(int(dir.Fd()), base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return err
@@ -104,7 +110,7 @@ func removeBeneath(root, rel string, f *os.File) error {
 // if it is still the file of inode ino, and empties it: the restore's
 // rewrite of a live file through the mount.
 func openSameBeneath(root, rel string, ino uint64) (*os.File, error) {
-	f, err := openBeneath(root, rel, unix.O_WRONLY, 0)
+	f, err := openBeneath(root, rel, unix.O_WRONLY|unix.O_NONBLOCK, 0) // a FIFO swapped in: ENXIO, not a wait
 	if err != nil {
 		return nil, err
 	}

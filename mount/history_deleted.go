@@ -244,8 +244,13 @@ func (h *historian) restoreDeletedOffline(ctx context.Context, lf liveFile, fid 
 	if err != nil {
 		return index.NullRev, errors.Join(err, removeBeneath(live, lf.Rel, f), f.Close())
 	}
+	var mine unix.Stat_t
+	ferr := unix.Fstat(int(f.Fd()), &mine)
 	if err := f.Close(); err != nil {
-		return index.NullRev, errors.Join(err, os.Remove(lf.Path))
+		if ferr == nil {
+			err = errors.Join(err, removeInoBeneath(live, lf.Rel, mine))
+		}
+		return index.NullRev, err
 	}
 	h.ls.mu.Lock()
 	defer h.ls.mu.Unlock()
