@@ -22,7 +22,7 @@ func (n *Node) Access(ctx context.Context, mask uint32) syscall.Errno {
 	// The plain faccessat (flags 0: the real ids, the server's own, as
 	// the caller's): with flags, x/sys tries faccessat2 and, where that
 	// answers EPERM (an immutable file), guesses from the mode bits.
-	if err := unix.Faccessat(unix.AT_FDCWD, n.livePath(), mask, 0); err != nil {
+	if err := n.inDir(func(p string) error { return unix.Faccessat(unix.AT_FDCWD, p, mask, 0) }); err != nil {
 		return n.fsys.errno("access", err)
 	}
 	return 0

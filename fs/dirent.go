@@ -18,11 +18,17 @@ type dirent struct {
 // readDirents lists a directory's entries with their inode numbers,
 // without "." and "..".
 func readDirents(dir string) ([]dirent, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
 	defer unix.Close(fd)
+	return readDirentsFd(fd, dir)
+}
+
+// readDirentsFd is readDirents of the open directory fd (dir names it in
+// errors).
+func readDirentsFd(fd int, dir string) ([]dirent, error) {
 	var out []dirent
 	buf := make([]byte, 32<<10)
 	for {
@@ -62,6 +68,27 @@ func nameOfIno(dir string, ino uint64, skip string) string {
 	if err != nil {
 		return ""
 	}
+	return inoIn(ents, ino, skip)
+}
+
+// nameOfInoIn is nameOfIno of directory d's live directory, opened with
+// no symlink on the way (safe_ops.go).
+func (d *Node) nameOfInoIn(ino uint64, skip string) string {
+	fd, err := d.openSelfAs(unix.O_RDONLY | unix.O_DIRECTORY)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(fd)
+	ents, err := readDirentsFd(fd, d.livePath())
+	if err != nil {
+		return ""
+	}
+	return inoIn(ents, ino, skip)
+}
+
+// inoIn returns the name of an entry of ents with inode number ino,
+// other than skip, or "".
+func inoIn(ents []dirent, ino uint64, skip string) string {
 	for _, d := range ents {
 		if d.ino == ino && d.name != skip {
 			return d.name

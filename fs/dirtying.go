@@ -74,7 +74,7 @@ func (n *Node) dirtyingPath() {
 		n.dirtyingLocked()
 		return
 	}
-	if id := readID(n.livePath()); !id.IsZero() {
+	if id := n.readIDSafe(); !id.IsZero() {
 		n.fsys.rec.Dirtied(id, n.relPath())
 	}
 }

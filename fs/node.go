@@ -88,7 +88,7 @@ func (n *Node) waitRecorded(ctx context.Context) syscall.Errno {
 			return 0
 		}
 		if id.IsZero() {
-			id = readID(n.livePath())
+			id = n.readIDSafe()
 		}
 	}
 	return n.fsys.waitRead(ctx, id)

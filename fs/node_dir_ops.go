@@ -347,7 +347,7 @@ func (n *Node) otherLink(name string, dir *Node, ino uint64) string {
 		dirs = append(dirs, dir)
 	}
 	for _, d := range dirs {
-		if other := nameOfIno(d.livePath(), ino, name); other != "" {
+		if other := d.nameOfInoIn(ino, name); other != "" {
 			return d.childRel(other)
 		}
 	}

@@ -278,8 +278,13 @@ func (n *Node) keepsGroup(gid uint32) bool {
 	if gid != serverGID {
 		return true
 	}
+	dfd, err := n.openDir() // no symlink on the way (safe_ops.go)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(dfd)
 	var dir syscall.Stat_t
-	return syscall.Lstat(n.livePath(), &dir) == nil && dir.Mode&syscall.S_ISGID != 0
+	return syscall.Fstat(dfd, &dir) == nil && dir.Mode&syscall.S_ISGID != 0
 }
 
 func isWritable(flags uint32) bool { return flags&syscall.O_ACCMODE != syscall.O_RDONLY }

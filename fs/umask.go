@@ -46,7 +46,8 @@ func (n *Node) umaskLost(mode, got, gid uint32) uint32 {
 		// the node would drop its setgid bit, which a local mkdir keeps.
 		return 0
 	}
-	if sz, err := unix.Lgetxattr(n.livePath(), "system.posix_acl_default", nil); err == nil && sz > 0 {
+	var sz int
+	if err := n.inDir(func(p string) (err error) { sz, err = unix.Lgetxattr(p, "system.posix_acl_default", nil); return err }); err == nil && sz > 0 {
 		return 0
 	}
 	return lost
