@@ -40,7 +40,7 @@ type Node struct {
 	// unlinked (its node then has no path): a change still open on it is
 	// reported under it, so that its history, a new file's too, is listed
 	// as a deleted file's where it was (a review found it under "").
-	unlinkedAs string
+	unlinkedAs atomic.Pointer[string] // set without n.mu: Unlink holds the freeze
 	// wholeNext: the last session had an in-place passthrough writer
 	// (see session.ptInPlace), so the next one reports the file whole.
 	wholeNext bool

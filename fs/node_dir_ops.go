@@ -194,9 +194,8 @@ func (n *Node) noteUnlinked(name string, nlink uint32) {
 		return
 	}
 	if c, ok := ch.Operations().(*Node); ok {
-		c.mu.Lock()
-		c.unlinkedAs = n.childRel(name)
-		c.mu.Unlock()
+		p := n.childRel(name)
+		c.unlinkedAs.Store(&p)
 	}
 }
 

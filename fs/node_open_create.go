@@ -485,8 +485,8 @@ func (n *Node) report(fd int, fsync bool) bool {
 		return false
 	}
 	path := n.relPath()
-	if path == "" && !n.isRoot() {
-		path = n.unlinkedAs
+	if p := n.unlinkedAs.Load(); path == "" && !n.isRoot() && p != nil {
+		path = *p
 	}
 	c := s.report(st, path, fsync)
 	n.fsys.attachContent(&c, fd)
