@@ -126,3 +126,35 @@ func TestLiveReadsFollowNoSymlink(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestPathsThroughAnotherUsersSymlink: a history command's path that
+// leads through another user's symlink is refused (a review had root's
+// restore of one user's file, through a symlink a second user made in
+// the mount, restore a third user's file), one of the caller's or
+// root's is followed; and the mount resolves a path it is given in its
+// live tree with no symlink on the way.
+func TestPathsThroughAnotherUsersSymlink(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a symlink to another user")
+	}
+	root := t.TempDir()
+	live := filepath.Join(root, "store", liveDir)
+	mustDo(t, os.MkdirAll(filepath.Join(live, "a"), 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(root, "store", "FORMAT"), []byte("x"), 0o600))
+	mustDo(t, os.WriteFile(filepath.Join(live, "a", "x"), []byte("a's\n"), 0o600))
+	mustDo(t, os.Symlink("a", filepath.Join(live, "mine")))
+	mustDo(t, os.Symlink("a", filepath.Join(live, "theirs")))
+	mustDo(t, os.Lchown(filepath.Join(live, "theirs"), 65534, 65534))
+	if _, rel, err := Locate(filepath.Join(live, "mine", "x")); err != nil || rel != "a/x" {
+		t.Errorf("through the caller's own symlink: %q, %v", rel, err)
+	}
+	if _, rel, err := Locate(filepath.Join(live, "theirs", "x")); !errors.Is(err, ErrForeignSymlink) {
+		t.Errorf("through another user's symlink: %q, %v; want ErrForeignSymlink", rel, err)
+	}
+	if lf, err := openLiveFile(live, "mine/x"); err == nil {
+		t.Errorf("the mount resolved a path through a symlink in its tree: %+v", lf)
+	}
+	if lf, err := openLiveFile(live, "a/x"); err != nil || lf.Ino == 0 {
+		t.Errorf("a plain path: %+v, %v", lf, err)
+	}
+}

@@ -97,22 +97,39 @@ func openLiveFile(live, rel string) (liveFile, error) {
 		return liveFile{}, err
 	}
 	lf := liveFile{Rel: c, Path: filepath.Join(live, filepath.FromSlash(c))}
-	fi, err := os.Lstat(lf.Path)
+	// The inode and the FileID from one descriptor, opened with no
+	// symlink on the way (beneath.go): a user's symlink swapped in could
+	// otherwise pair one file's inode with another's history, or lead a
+	// restore to another user's file (reviews).
+	f, err := openBeneath(live, c, unix.O_PATH, 0)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return lf, &kindError{msg: c + ": no such file", kind: errNoLiveFile}
+	case errors.Is(err, syscall.ELOOP):
+		return lf, fmt.Errorf("%s: a symlink on the way (the path must name the file itself): %w", c, ErrNoHistory)
 	case err != nil:
 		return lf, err
-	case fi.IsDir():
+	}
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return lf, err
+	}
+	switch st.Mode & syscall.S_IFMT {
+	case syscall.S_IFDIR:
 		return lf, fmt.Errorf("%s: %w", c, ErrIsDir)
-	case !fi.Mode().IsRegular():
+	case syscall.S_IFREG:
+	default:
 		return lf, fmt.Errorf("%s: not a regular file: %w", c, ErrNoHistory)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		lf.Ino = st.Ino
+	lf.Ino = st.Ino
+	var id fs.FileID // through its /proc/self/fd link: an O_PATH descriptor takes no fgetxattr
+	if n, err := unix.Getxattr(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), fs.XattrID, id[:]); err == nil && n == len(id) {
+		lf.ID = id
+	} else if err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOTSUP) {
+		return lf, fmt.Errorf("%s: read file id: %w", lf.Path, err)
 	}
-	lf.ID, err = readFileID(lf.Path)
-	return lf, err
+	return lf, nil
 }
 
 // readFileID returns the FileID of the live file at p, or the zero one
