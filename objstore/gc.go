@@ -82,7 +82,7 @@ func GC(ctx context.Context, dir string, opt GCOptions) (GCReport, error) {
 		rep.Reclaimed = rep.SizeBefore - rep.SizeAfter
 	}
 	rep.Duration, rep.PeakRSS = time.Since(start), peakRSS()
-	return rep, err
+	return rep, withSalvageHint(err)
 }
 
 // gcPlanLocked plans the collection of the locked store.

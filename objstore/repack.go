@@ -51,7 +51,7 @@ func Repack(ctx context.Context, dir string, opt RepackOptions) (RepackReport, e
 	}
 	rep, err := repackLocked(ctx, dir, opt, lock)
 	rep.Duration = time.Since(start)
-	return rep, err
+	return rep, withSalvageHint(err)
 }
 
 // repackLocked repacks the store in dir, whose lock the caller holds and

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -64,14 +66,20 @@ func Salvage(ctx context.Context, dir string, opt SalvageOptions) (SalvageReport
 		return SalvageReport{}, err
 	}
 	plan, err := planSalvage(ctx, rp.live, liveFile, ropt.Logger)
-	rep := SalvageReport{DryRun: opt.DryRun}
+	rep := SalvageReport{DryRun: opt.DryRun, LostRevisions: []LostRev{}}
 	if plan != nil {
 		rep.Damaged, rep.Recovered, rep.Lost = int64(len(plan.bad)), plan.recoveredCount(), int64(len(plan.lost))
 		rep.FromLive, rep.FromOther = plan.fromLive, plan.fromOther
-		rep.LostRevisions = plan.lostList
+		for _, id := range plan.lostList {
+			rep.LostRevisions = append(rep.LostRevisions, LostRev{File: id.File, Rev: id.Rev})
+		}
 	}
 	if err != nil || opt.DryRun || plan.nothing(rp.live) {
 		rp.live.closeKeepLock()
+		if err == nil && !opt.DryRun && liveFile != nil && len(plan.lostBefore) > 0 {
+			// A salvage killed after its switch: what it left to do.
+			rep.Rerecorded, err = recordLostNewest(ctx, dir, ropt, lock, plan.lostBefore, liveFile)
+		}
 		rep.Duration = time.Since(start)
 		return rep, err
 	}
@@ -88,7 +96,14 @@ func Salvage(ctx context.Context, dir string, opt SalvageOptions) (SalvageReport
 		err = removeDamageMark(dir)
 	}
 	if err == nil && liveFile != nil {
-		rep.Rerecorded, err = recordLostNewest(ctx, dir, ropt, lock, plan, liveFile)
+		files := map[index.FileID]bool{}
+		for _, id := range plan.lostList {
+			files[id.File] = true
+		}
+		for f := range plan.lostBefore {
+			files[f] = true
+		}
+		rep.Rerecorded, err = recordLostNewest(ctx, dir, ropt, lock, files, liveFile)
 	}
 	rep.Repack = &rr
 	rep.Duration = time.Since(start)
@@ -97,6 +112,15 @@ func Salvage(ctx context.Context, dir string, opt SalvageOptions) (SalvageReport
 
 // salvageHint follows the refusal of gc and repack on a damaged store.
 const salvageHint = "'deltafs salvage STORE' keeps what still reads and marks the rest lost, if no backup has the segment"
+
+// withSalvageHint adds salvageHint to a failure on bad stored bytes (a
+// bad record met by a gc or repack) that does not carry it yet.
+func withSalvageHint(err error) error {
+	if err == nil || !errors.Is(err, ErrCorrupt) || strings.Contains(err.Error(), salvageHint) {
+		return err
+	}
+	return fmt.Errorf("%w; %s", err, salvageHint)
+}
 
 // SalvageOptions tune Salvage.
 type SalvageOptions struct {
@@ -110,18 +134,24 @@ type SalvageOptions struct {
 
 // SalvageReport says what Salvage found and did.
 type SalvageReport struct {
-	Damaged       int64         `json:"damaged"`   // revisions that did not read back
-	Recovered     int64         `json:"recovered"` // of them, brought back (read again)
-	FromLive      int64         `json:"from_live"` // contents found in a live file
-	FromOther     int64         `json:"from_other"`
-	Lost          int64         `json:"lost"` // kept as lost
-	LostRevisions []index.RevID `json:"lost_revisions"`
+	Damaged       int64     `json:"damaged"`   // revisions that did not read back
+	Recovered     int64     `json:"recovered"` // of them, brought back (read again)
+	FromLive      int64     `json:"from_live"` // contents found in a live file
+	FromOther     int64     `json:"from_other"`
+	Lost          int64     `json:"lost"` // kept as lost
+	LostRevisions []LostRev `json:"lost_revisions"`
 	// Rerecorded counts live files whose newest revision was lost and
 	// whose content is now a new revision after it.
 	Rerecorded int64         `json:"rerecorded"`
 	DryRun     bool          `json:"dry_run"`
 	Repack     *RepackReport `json:"repack,omitempty"` // the rewrite; nil when nothing was written
 	Duration   time.Duration `json:"duration_ns"`
+}
+
+// LostRev names a revision a salvage kept as lost.
+type LostRev struct {
+	File index.FileID `json:"file"`
+	Rev  index.Rev    `json:"rev"`
 }
 
 // salvagePlan is what Salvage found before it rewrites the store.
@@ -132,6 +162,14 @@ type salvagePlan struct {
 	fromLive  int64
 	fromOther int64
 	damaged   bool // the store holds a mark of damage
+	// found holds, by content hash, the damaged revisions a text was
+	// found for: the content of others of that hash (a dedup's target,
+	// say, where the dedup came back from its live file).
+	found map[uint64][]index.RevID
+	// lostBefore holds the files with revisions an earlier salvage kept
+	// as lost: a salvage killed after its switch left their live files
+	// to record again (recordLostNewest).
+	lostBefore map[index.FileID]bool
 }
 
 func (p *salvagePlan) recoveredCount() int64 { return int64(len(p.bad) - len(p.lost)) }
@@ -161,7 +199,8 @@ func (p *salvagePlan) nothing(s *Store) bool {
 // with those that do not read: it installs the texts it found for them
 // in s (s.salvage), which rebuilds then start from.
 func planSalvage(ctx context.Context, s *Store, liveFile func(index.FileID) (string, bool), log *slog.Logger) (*salvagePlan, error) {
-	p := &salvagePlan{bad: map[index.RevID]bool{}, lost: map[index.RevID]bool{}, damaged: s.Damage() != nil}
+	p := &salvagePlan{bad: map[index.RevID]bool{}, lost: map[index.RevID]bool{}, damaged: s.Damage() != nil,
+		found: map[uint64][]index.RevID{}, lostBefore: map[index.FileID]bool{}}
 	tail, err := s.idx.Tail()
 	if err != nil {
 		return nil, err
@@ -170,6 +209,7 @@ func planSalvage(ctx context.Context, s *Store, liveFile func(index.FileID) (str
 	cache := caches{full: newLRU[index.RevID](verifyCacheBytes)}
 	err = s.idx.All(ctx, func(e index.Entry) error {
 		if e.Lost() {
+			p.lostBefore[e.File] = true
 			return nil // lost by an earlier salvage: kept as it is
 		}
 		err := s.verifyOne(ctx, e.ID(), tail, cache)
@@ -188,7 +228,7 @@ func planSalvage(ctx context.Context, s *Store, liveFile func(index.FileID) (str
 	s.salvage = map[index.RevID]func() ([]byte, error){}
 	for _, e := range bad {
 		if src, fromLive := p.source(ctx, s, e, liveFile); src != nil {
-			s.salvage[e.ID()] = src
+			p.install(s, e, src)
 			if fromLive {
 				p.fromLive++
 			} else {
@@ -218,7 +258,7 @@ func planSalvage(ctx context.Context, s *Store, liveFile func(index.FileID) (str
 				return nil, err
 			}
 			if src, _ := p.source(ctx, s, e, nil); src != nil {
-				s.salvage[e.ID()] = src
+				p.install(s, e, src)
 				p.fromOther++
 				changed = true
 				continue
@@ -235,12 +275,20 @@ func planSalvage(ctx context.Context, s *Store, liveFile func(index.FileID) (str
 	return p, nil
 }
 
+// install makes src the text rebuilds of e start from.
+func (p *salvagePlan) install(s *Store, e index.Entry, src func() ([]byte, error)) {
+	s.salvage[e.ID()] = src
+	if e.Flags&index.FlagHashDeferred == 0 {
+		p.found[e.Hash] = append(p.found[e.Hash], e.ID())
+	}
+}
+
 // source finds e's content elsewhere: its file's live file (liveFile, if
 // not nil), else a revision of the same hash and size that reads. It
 // returns a reader of it, checked against e's hash, or nil.
 func (p *salvagePlan) source(ctx context.Context, s *Store, e index.Entry, liveFile func(index.FileID) (string, bool)) (func() ([]byte, error), bool) {
 	if e.Flags&index.FlagHashDeferred != 0 {
-		return nil, false // nothing to know the content by
+		return p.deferredFromLive(s, e, liveFile), true
 	}
 	check := func(text []byte, where string) ([]byte, error) {
 		if uint64(len(text)) != e.Size || s.cfg.hash(text) != e.Hash {
@@ -263,7 +311,7 @@ func (p *salvagePlan) source(ctx context.Context, s *Store, e index.Entry, liveF
 	if err != nil {
 		return nil, false
 	}
-	for _, id := range ids {
+	for _, id := range append(ids, p.found[e.Hash]...) { // a found dedup is in no hash row
 		if id == e.ID() {
 			continue
 		}
@@ -289,11 +337,7 @@ func (p *salvagePlan) source(ctx context.Context, s *Store, e index.Entry, liveF
 // live file whose newest revision is lost as a new revision after it
 // (its child): the live tree holds what the history lost, and snapshots
 // to come name a revision that reads.
-func recordLostNewest(ctx context.Context, dir string, opt RepackOptions, lock *storeLock, plan *salvagePlan, liveFile func(index.FileID) (string, bool)) (int64, error) {
-	files := map[index.FileID]bool{}
-	for _, id := range plan.lostList {
-		files[id.File] = true
-	}
+func recordLostNewest(ctx context.Context, dir string, opt RepackOptions, lock *storeLock, files map[index.FileID]bool, liveFile func(index.FileID) (string, bool)) (int64, error) {
 	if len(files) == 0 {
 		return 0, nil
 	}
@@ -323,6 +367,49 @@ func recordLostNewest(ctx context.Context, dir string, opt RepackOptions, lock *
 	}
 	return n, nil
 }
+
+// deferredFromLive returns a reader of e's content from its file's live
+// file, for a revision with no content hash (stored from a delta alone:
+// an in-place write, an append) that is its file's newest: the live file
+// holds it when it has its size and was last changed before the
+// revision's content was read, the rule the mount itself trusts to name
+// a file's newest revision in a snapshot without reading it (package
+// mount, unchangedSince). Nil otherwise. Its text gets its hash in the
+// rewrite.
+func (p *salvagePlan) deferredFromLive(s *Store, e index.Entry, liveFile func(index.FileID) (string, bool)) func() ([]byte, error) {
+	if liveFile == nil {
+		return nil
+	}
+	path, ok := liveFile(e.File)
+	if !ok {
+		return nil
+	}
+	if newest, ok, err := s.Latest(e.File); err != nil || !ok || newest.Rev != e.Rev {
+		return nil
+	}
+	unchanged := func() bool {
+		var st unix.Stat_t
+		return unix.Lstat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG &&
+			uint64(st.Size) == e.Size && st.Ctim.Nano() < e.Time-int64(liveSlack)
+	}
+	if !unchanged() {
+		return nil
+	}
+	return func() ([]byte, error) {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("objstore: salvage: %w", err)
+		}
+		if !unchanged() || uint64(len(text)) != e.Size {
+			return nil, corrupt(e.ID(), &e, fmt.Errorf("salvage: %s changed since it was found to hold the revision", path))
+		}
+		return text, nil
+	}
+}
+
+// liveSlack is the mount's ctimeSlack: a file changed within this much
+// of its revision's time may have changed after its content was read.
+const liveSlack = 20 * time.Millisecond
 
 // fileHolds reports whether the file at path has e's size and content
 // hash, streamed through the hash.
