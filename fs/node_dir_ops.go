@@ -83,7 +83,7 @@ func (n *Node) inheritGroup(name string, out *fuse.EntryOut) {
 	if syscall.Fstat(dfd, &dir) != nil || dir.Mode&syscall.S_ISGID == 0 || out.Gid == dir.Gid {
 		return
 	}
-	if unix.Fchownat(dfd, name, -1, int(dir.Gid), unix.AT_SYMLINK_NOFOLLOW) != nil {
+	if chownNew(dfd, name, -1, int(dir.Gid)) != nil {
 		return
 	}
 	var st syscall.Stat_t
@@ -103,8 +103,9 @@ func (n *Node) giveIDBeforeReply(name string, out *fuse.EntryOut) {
 	}
 	defer syscall.Close(dfd)
 	id := NewFileID()
-	if unix.Lsetxattr(procFd(dfd)+"/"+name, XattrID, id[:], unix.XATTR_CREATE) != nil {
-		return // no user xattrs here, or it has one
+	setID := func(fd int) error { return unix.Setxattr(procFd(fd), XattrID, id[:], unix.XATTR_CREATE) }
+	if withNew(dfd, name, setID) != nil {
+		return // no user xattrs here, or it has one, or it is no longer the file made
 	}
 	var st syscall.Stat_t
 	if lstatAt(dfd, name, &st) == nil {

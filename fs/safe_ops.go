@@ -151,7 +151,7 @@ func (n *Node) makeLive(ctx context.Context, name string, out *fuse.EntryOut, mk
 		return nil, gofs.ToErrno(err)
 	}
 	if caller, ok := fuse.FromContext(ctx); ok && owned && serverUID == 0 {
-		_ = unix.Fchownat(dfd, name, int(caller.Uid), int(caller.Gid), unix.AT_SYMLINK_NOFOLLOW)
+		_ = chownNew(dfd, name, int(caller.Uid), int(caller.Gid))
 	}
 	ch, errno := n.lookupAt(ctx, dfd, name, out)
 	if errno != 0 {
@@ -230,4 +230,32 @@ func (n *Node) openSelfAs(flags int) (int, error) {
 		return -1, syscall.ENOENT // unlinked
 	}
 	return n.fsys.openLive(rel, flags, 0)
+}
+
+// chownNew gives name in directory dfd, a node just made, to uid and gid
+// (-1: unchanged) through a descriptor of it, if it still is such a
+// node: one with a single link, or a directory (which takes no hard
+// link). By name, a hard link swapped in between the make and the chown
+// (with fs.protected_hardlinks off) had root chown the file it links
+// to (a code review; go-fuse's loopback has the same window).
+func chownNew(dfd int, name string, uid, gid int) error {
+	return withNew(dfd, name, func(fd int) error { return unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH) })
+}
+
+// withNew calls fn with an O_PATH descriptor of name in dfd if it is a
+// node just made (see chownNew), else returns EEXIST.
+func withNew(dfd int, name string, fn func(fd int) error) error {
+	fd, err := openat2Beneath(dfd, name, unix.O_PATH)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR && st.Nlink != 1 {
+		return syscall.EEXIST
+	}
+	return fn(fd)
 }
