@@ -50,16 +50,10 @@ func OpenReadBeneath(root, rel string, more int) (*os.File, error) {
 	defer unix.Close(rfd)
 	name := filepath.Join(root, filepath.FromSlash(rel))
 	return withNoAtime(os.O_RDONLY|more, func(flags int) (*os.File, error) {
-		how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC | unix.O_NOFOLLOW), Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH}
-		for {
-			fd, err := unix.Openat2(rfd, rel, &how)
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil {
-				return nil, &os.PathError{Op: "open", Path: name, Err: err}
-			}
-			return os.NewFile(uintptr(fd), name), nil
+		fd, err := OpenBeneath(rfd, rel, flags, 0)
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: name, Err: err}
 		}
+		return os.NewFile(uintptr(fd), name), nil
 	})
 }

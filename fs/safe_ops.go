@@ -245,7 +245,7 @@ func chownNew(dfd int, name string, uid, gid int) error {
 // withNew calls fn with an O_PATH descriptor of name in dfd if it is a
 // node just made (see chownNew), else returns EEXIST.
 func withNew(dfd int, name string, fn func(fd int) error) error {
-	fd, err := openat2Beneath(dfd, name, unix.O_PATH)
+	fd, err := OpenBeneath(dfd, name, unix.O_PATH, 0)
 	if err != nil {
 		return err
 	}

@@ -116,7 +116,7 @@ func (n *Node) childStatID(name string, st *syscall.Stat_t) (FileID, error) {
 		return FileID{}, err
 	}
 	defer syscall.Close(dfd)
-	fd, err := openat2Beneath(dfd, name, unix.O_PATH)
+	fd, err := OpenBeneath(dfd, name, unix.O_PATH, 0)
 	if err != nil {
 		return FileID{}, err
 	}
@@ -128,15 +128,4 @@ func (n *Node) childStatID(name string, st *syscall.Stat_t) (FileID, error) {
 		return FileID{}, nil
 	}
 	return pathFdID(fd), nil
-}
-
-// openat2Beneath opens name in directory dfd, no symlink followed.
-func openat2Beneath(dfd int, name string, flags int) (int, error) {
-	how := unix.OpenHow{Flags: uint64(flags | syscall.O_CLOEXEC | syscall.O_NOFOLLOW), Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH}
-	for {
-		fd, err := unix.Openat2(dfd, name, &how)
-		if err != syscall.EINTR {
-			return fd, err
-		}
-	}
 }

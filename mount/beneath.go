@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/deltafs/deltafs/fs"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,9 +21,6 @@ import (
 // root directory (the mount point, or the store's live tree) with no
 // symlink followed on the way: a swapped symlink is an error (ELOOP).
 
-// beneathHow is openat2's resolution for them.
-const beneathHow = unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH
-
 // openBeneath opens rel (slash-separated, relative) under the directory
 // root with flags, no symlink followed.
 func openBeneath(root, rel string, flags int, mode uint32) (*os.File, error) {
@@ -31,24 +29,11 @@ func openBeneath(root, rel string, flags int, mode uint32) (*os.File, error) {
 		return nil, &os.PathError{Op: "open", Path: root, Err: err}
 	}
 	defer unix.Close(rfd)
-	fd, err := openat2(rfd, rel, flags, mode)
+	fd, err := fs.OpenBeneath(rfd, rel, flags, mode)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: filepath.Join(root, filepath.FromSlash(rel)), Err: err}
 	}
 	return os.NewFile(uintptr(fd), filepath.Join(root, filepath.FromSlash(rel))), nil
-}
-
-func openat2(dfd int, rel string, flags int, mode uint32) (int, error) {
-	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC | unix.O_NOFOLLOW), Resolve: beneathHow}
-	if flags&unix.O_CREAT != 0 {
-		how.Mode = uint64(mode)
-	}
-	for {
-		fd, err := unix.Openat2(dfd, rel, &how)
-		if err != syscall.EINTR {
-			return fd, err
-		}
-	}
 }
 
 // mkdirAllBeneath makes every missing directory of rel under root (mode
@@ -68,7 +53,7 @@ func mkdirAllBeneath(root, rel string, perm uint32) error {
 		if err != nil && !errors.Is(err, syscall.EEXIST) {
 			return &os.PathError{Op: "mkdir", Path: filepath.Join(root, filepath.FromSlash(rel)), Err: err}
 		}
-		next, err := openat2(dfd, name, unix.O_PATH|unix.O_DIRECTORY, 0)
+		next, err := fs.OpenBeneath(dfd, name, unix.O_PATH|unix.O_DIRECTORY, 0)
 		if err != nil {
 			return &os.PathError{Op: "mkdir", Path: filepath.Join(root, filepath.FromSlash(rel)), Err: err}
 		}
